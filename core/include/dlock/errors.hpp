@@ -1,0 +1,60 @@
+#pragma once
+// Every error dlock throws derives from dlock::Error. A message says what
+// happened, to which key or setting, and what to do about it.
+
+#include <stdexcept>
+#include <string>
+
+namespace dlock {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A configuration file or value is wrong. Messages start "FILE:LINE:" and name
+// the setting by its dotted path.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Redis could not be reached, refused authentication, or did not answer in time.
+class ConnectionError : public Error {
+ public:
+  using Error::Error;
+};
+
+// lock() did not get the lock within its wait.
+class LockTimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+// unlock(key) was called by a thread that holds no hold of that key.
+class NotOwnerError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The lock stopped being this holder's before it was released: its lease ran
+// out, or the key was deleted or taken over behind its back.
+class LockLostError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A caller passed a value dlock cannot use (empty key, lease <= 0, ...).
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+// Redis answered with something a dlock script never returns on its own, such
+// as a WRONGTYPE error because a user's key sits at the lock's name.
+class RedisError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace dlock

@@ -1,0 +1,82 @@
+#pragma once
+// The only door from core to Redis. core/ sends commands and subscribes to
+// channels through this interface; integration/ implements it with hiredis.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dlock {
+
+// One reply, decoupled from hiredis' structs so core never includes hiredis.
+struct RedisReply {
+  enum class Type { Nil, Integer, String, Status, Error, Array };
+  Type type = Type::Nil;
+  long long integer = 0;
+  std::string str;  // String, Status and Error payload
+  std::vector<RedisReply> elements;
+
+  bool is_error() const { return type == Type::Error; }
+  bool is_nil() const { return type == Type::Nil; }
+};
+
+using RedisCommand = std::vector<std::string>;
+
+// A live subscription; destroying it (or calling reset) unsubscribes.
+class Subscription {
+ public:
+  Subscription() = default;
+  explicit Subscription(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
+  Subscription(Subscription&& other) noexcept : cancel_(std::move(other.cancel_)) { other.cancel_ = nullptr; }
+  Subscription& operator=(Subscription&& other) noexcept {
+    if (this != &other) {
+      reset();
+      cancel_ = std::move(other.cancel_);
+      other.cancel_ = nullptr;
+    }
+    return *this;
+  }
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+  ~Subscription() { reset(); }
+
+  void reset() noexcept {
+    if (cancel_) {
+      auto cancel = std::move(cancel_);
+      cancel_ = nullptr;
+      cancel();
+    }
+  }
+  explicit operator bool() const { return static_cast<bool>(cancel_); }
+
+ private:
+  std::function<void()> cancel_;
+};
+
+class RedisExecutor {
+ public:
+  virtual ~RedisExecutor() = default;
+
+  // Sends one command and returns its reply. An error reply from Redis comes
+  // back as a reply of Type::Error; only transport failures (unreachable,
+  // timed out, connection dropped) throw, as ConnectionError. Thread-safe.
+  virtual RedisReply command(const RedisCommand& argv) = 0;
+
+  // Sends the commands in one round trip and returns their replies in order.
+  // Throws ConnectionError as command() does. Thread-safe.
+  virtual std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) = 0;
+
+  // Calls on_message for every message published on channel, and once more
+  // after the subscriber connection came back from an outage (a message may
+  // have been missed meanwhile). Returns once Redis confirmed the subscription
+  // or the command timeout passed; waiters must not rely on messages alone.
+  // on_message runs on the subscriber's thread and must not block.
+  virtual Subscription subscribe(const std::string& channel, std::function<void()> on_message) = 0;
+
+  // "host:port", for messages.
+  virtual std::string endpoint() const = 0;
+};
+
+}  // namespace dlock

@@ -1,0 +1,60 @@
+#pragma once
+// The three Lua scripts that make a lock atomic, and the runner that sends
+// them by EVALSHA. Every user value travels in KEYS/ARGV, never in the text.
+//
+// Reply shapes (the core parses them in lock_service.cpp):
+//   acquire(lock, fence; owner, lease_ms) → {1, holds, fencing_token} | {0, pttl_ms}
+//   release(lock, channel; owner, lease_ms) → -1 not owner | holds left (0 = deleted, published)
+//   renew(lock; owner, lease_ms) → 1 renewed | 0 gone
+// A key of the wrong type at a lock's name is an error reply starting "DLOCK_WRONGTYPE".
+
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlock/redis_executor.hpp"
+
+namespace dlock::detail {
+
+struct Script {
+  std::string_view name;
+  std::string_view source;
+};
+
+extern const Script kAcquireScript;
+extern const Script kReleaseScript;
+extern const Script kRenewScript;
+
+// Error replies of the scripts start with this, then the key's actual type.
+inline constexpr std::string_view kWrongTypeError = "DLOCK_WRONGTYPE";
+
+// Runs scripts by SHA. The SHA of each script is learnt from SCRIPT LOAD;
+// after a NOSCRIPT (Redis restarted, SCRIPT FLUSH) the script is loaded again
+// and the call retried once. Thread-safe.
+class ScriptRunner {
+ public:
+  explicit ScriptRunner(RedisExecutor& redis) : redis_(redis) {}
+
+  // Loads every script now; throws ConnectionError when Redis is unreachable.
+  void load_all();
+
+  RedisReply run(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
+
+  // One round trip for many calls of the same script (the watchdog's renewals).
+  std::vector<RedisReply> run_pipelined(const Script& script,
+                                        const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls);
+
+ private:
+  std::string sha_of(const Script& script);
+  std::string load(const Script& script);
+  static RedisCommand evalsha(const std::string& sha, const std::vector<std::string>& keys,
+                              const std::vector<std::string>& args);
+  static bool is_noscript(const RedisReply& reply);
+
+  RedisExecutor& redis_;
+  std::mutex mutex_;
+  std::vector<std::pair<const Script*, std::string>> shas_;  // guarded by mutex_
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,49 @@
+#pragma once
+// One hiredis connection, set up as the config says: connect with the
+// connect timeout, command timeout on the socket, AUTH (ACL user or plain
+// password) and SELECT. Not thread-safe; the pool and the subscriber own them.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dlock/config.hpp"
+#include "dlock/redis_executor.hpp"
+
+struct redisContext;
+struct redisReply;
+
+namespace dlock::detail {
+
+class RedisConnection {
+ public:
+  // Connects, authenticates and selects the database. Throws ConnectionError
+  // naming host:port and the cause (refused, timed out, authentication failed).
+  explicit RedisConnection(const RedisConfig& config);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  // Throws ConnectionError on a transport failure, after which broken() is true.
+  RedisReply command(const RedisCommand& argv);
+  std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands);
+
+  // Once true the connection must be dropped, never reused.
+  bool broken() const;
+
+  redisContext* context() { return context_; }  // for the subscriber's own I/O loop
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Throws ConnectionError describing the context's error (used by the subscriber too).
+  [[noreturn]] void fail(const std::string& during);
+
+ private:
+  redisContext* context_ = nullptr;
+  std::string endpoint_;
+  RedisConfig config_;
+};
+
+// Converts a hiredis reply tree (which stays owned by the caller).
+RedisReply to_reply(const redisReply* reply);
+
+}  // namespace dlock::detail

@@ -1,0 +1,39 @@
+#pragma once
+// The one pub/sub connection of a service. A thread started on the first
+// subscribe reads messages and calls back; subscribe/unsubscribe requests are
+// handed to that thread through a wake-up pipe, so the connection is only ever
+// touched by it. After an outage it reconnects with back-off, subscribes to
+// every channel again, and calls every callback once (a message may have been
+// missed meanwhile).
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/config.hpp"
+#include "dlock/redis_executor.hpp"
+
+namespace dlock::detail {
+
+class Subscriber {
+ public:
+  explicit Subscriber(RedisConfig config);
+  ~Subscriber();  // stops and joins the thread
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  // See RedisExecutor::subscribe. Several subscriptions may share a channel.
+  Subscription subscribe(const std::string& channel, std::function<void()> on_message);
+
+ private:
+  // Implementation state is private to subscriber.cpp's design; see there.
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,182 @@
+#include "redis_server.hpp"
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+namespace dlock::test {
+namespace {
+
+std::string render(const redisReply* reply) {
+  if (reply == nullptr) return "(no reply)";
+  switch (reply->type) {
+    case REDIS_REPLY_INTEGER: return std::to_string(reply->integer);
+    case REDIS_REPLY_NIL: return "(nil)";
+    case REDIS_REPLY_ARRAY: {
+      std::string joined;
+      for (size_t i = 0; i < reply->elements; ++i) {
+        if (i) joined += ' ';
+        joined += render(reply->element[i]);
+      }
+      return joined;
+    }
+    default: return std::string(reply->str, reply->len);
+  }
+}
+
+}  // namespace
+
+int free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("cannot find a free loopback port");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::filesystem::path source_dir() { return DLOCK_SOURCE_DIR; }
+
+RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
+  char pattern[] = "/tmp/dlock-test-redis-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = pattern;
+  // Another test may grab the port between our probe and redis' bind: retry with a new one.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = free_loopback_port();
+    launch();
+    if (running()) return;
+  }
+  throw std::runtime_error("redis-server did not start; is the redis-server package installed?");
+}
+
+RedisServer::~RedisServer() {
+  if (running()) kill();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void RedisServer::start() {
+  if (running()) return;
+  for (int attempt = 0; attempt < 20 && !running(); ++attempt) {
+    launch();
+    if (!running()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!running()) throw std::runtime_error("redis-server did not restart on port " + std::to_string(port_));
+}
+
+void RedisServer::launch() {
+  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                   "--save", "", "--appendonly", "no", "--dir", dir_.string(),
+                                   "--logfile", (dir_ / "redis.log").string(), "--daemonize", "no"};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp("redis-server", argv.data());
+    ::_exit(127);
+  }
+  pid_ = pid;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {  // exited: port taken or bad arguments
+      pid_ = -1;
+      return;
+    }
+    if (answers_ping()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill();
+}
+
+bool RedisServer::answers_ping() const {
+  timeval timeout{0, 200000};
+  redisContext* c = redisConnectWithTimeout(host_.c_str(), port_, timeout);
+  if (c == nullptr) return false;
+  bool up = false;
+  if (!c->err) {
+    auto* reply = static_cast<redisReply*>(redisCommand(c, "PING"));
+    // A server with requirepass answers NOAUTH: it is up all the same.
+    up = reply != nullptr;
+    if (reply) freeReplyObject(reply);
+  }
+  redisFree(c);
+  return up;
+}
+
+void RedisServer::stop() {
+  if (!running()) return;
+  ::kill(pid_, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill();
+}
+
+void RedisServer::kill() {
+  if (!running()) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string RedisServer::run(const std::vector<std::string>& argv) const {
+  timeval timeout{2, 0};
+  redisContext* c = redisConnectWithTimeout(host_.c_str(), port_, timeout);
+  if (c == nullptr || c->err) {
+    std::string why = c ? c->errstr : "out of memory";
+    if (c) redisFree(c);
+    throw std::runtime_error("test client cannot reach redis on port " + std::to_string(port_) + ": " + why);
+  }
+  redisSetTimeout(c, timeout);
+  std::vector<const char*> parts;
+  std::vector<size_t> lens;
+  for (const auto& a : argv) {
+    parts.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* reply = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), parts.data(), lens.data()));
+  std::string text = reply ? render(reply) : std::string("(connection error: ") + c->errstr + ")";
+  if (reply) freeReplyObject(reply);
+  redisFree(c);
+  return text;
+}
+
+Config RedisServer::config() const {
+  Config config;
+  config.redis.host = host_;
+  config.redis.port = port_;
+  config.redis.connect_timeout = Millis(1000);
+  config.redis.command_timeout = Millis(1000);
+  config.redis.pool_size = 8;
+  config.logging.level = "warn";
+  return config;
+}
+
+}  // namespace dlock::test
