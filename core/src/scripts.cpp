@@ -65,10 +65,13 @@ return 0
 )lua"};
 
 const Script kRenewScript{"renew", R"lua(
--- Still this owner's: extend. Anything else (gone, taken over, overwritten
--- by a key of another type) means the holder has lost it.
+-- Still this owner's: extend (never shorten: a re-entry may have granted a
+-- longer fixed lease). Anything else (gone, taken over, overwritten by a key
+-- of another type) means the holder has lost it.
 if redis.call('TYPE', KEYS[1]).ok == 'hash' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
   return 1
 end
 return 0

@@ -20,10 +20,10 @@ struct LockConfig {
 
 struct LockOptions {
   // How long lock() may wait for a busy lock; unset → LockConfig::wait.
-  std::optional<Millis> wait;
+  std::optional<Millis> wait{};
   // A fixed lease that nobody renews; unset → the watchdog keeps the lock
   // for as long as it is held, with LockConfig::watchdog_timeout as lease.
-  std::optional<Millis> lease;
+  std::optional<Millis> lease{};
 };
 
 }  // namespace dlock

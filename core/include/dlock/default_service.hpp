@@ -1,0 +1,24 @@
+#pragma once
+// The process-wide default lock service that the macros use outside a
+// LockAware class.
+
+#include <memory>
+
+#include "dlock/lock_service.hpp"
+
+namespace dlock {
+
+// Sets (or, with nullptr, clears) the default service. Thread-safe; a block
+// already inside a macro keeps the service it started with.
+void set_default_lock_service(std::shared_ptr<RedisLockService> service);
+
+// The default service; throws dlock::Error if none was set.
+std::shared_ptr<RedisLockService> default_lock_service();
+
+}  // namespace dlock
+
+// What the macros call, by unqualified name. Inside a member function of a
+// class derived from dlock::LockAware, name lookup finds LockAware's member of
+// the same name first (class scope before namespace scope), so the macros use
+// that object's injected service; everywhere else they find this one.
+std::shared_ptr<dlock::RedisLockService> dlock_current_lock_service();

@@ -1,0 +1,67 @@
+#pragma once
+// The local record of a lock this process holds in Redis: one HeldLock per
+// (key, owner token), however deep the re-entry, and one Hold per granted
+// hold (per guard). The watchdog renews HeldLocks; guards release Holds.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "dlock/lock_options.hpp"
+
+namespace dlock::detail {
+
+using Clock = std::chrono::steady_clock;
+
+// Margin for the difference between our clock and Redis' (as Redlock's
+// validity time): a lease of L is trusted for L − drift(L) after it was sent.
+inline Millis clock_drift(Millis lease) { return lease / 100 + Millis(2); }
+
+struct Hold;
+
+struct HeldLock {
+  HeldLock(std::string key_, std::string lock_name_, std::string owner_, std::uint64_t fencing_token_)
+      : key(std::move(key_)), lock_name(std::move(lock_name_)), owner(std::move(owner_)),
+        fencing_token(fencing_token_) {}
+
+  const std::string key;        // as the user passed it
+  const std::string lock_name;  // P{K}
+  const std::string owner;      // "<instance>:<thread>"
+  const std::uint64_t fencing_token;
+
+  std::atomic<bool> renewed{false};        // watchdog-managed (else a fixed lease)
+  std::atomic<std::int64_t> lease_ms{0};   // what renewals and releases PEXPIRE to
+  std::atomic<Clock::rep> valid_until{0};  // local-clock deadline of the last granted lease
+  std::atomic<bool> lost_flag{false};      // set once; never cleared
+  std::stop_source stop;                   // requested when lost
+
+  int holds = 0;                            // guarded by ServiceCore::mutex_
+  std::vector<std::weak_ptr<Hold>> stack;   // guarded by ServiceCore::mutex_: live holds, oldest first
+
+  Clock::time_point valid_until_time() const { return Clock::time_point(Clock::duration(valid_until.load())); }
+
+  // Records a lease granted by a command sent at `sent`; validity only grows.
+  void extend_validity(Clock::time_point sent, Millis lease) {
+    Clock::rep until = (sent + lease - clock_drift(lease)).time_since_epoch().count();
+    Clock::rep seen = valid_until.load();
+    while (seen < until && !valid_until.compare_exchange_weak(seen, until)) {
+    }
+  }
+
+  // Lost by flag (watchdog, release) or by the local clock (lease ran out).
+  bool is_lost(Clock::time_point now = Clock::now()) const {
+    return lost_flag.load() || now >= valid_until_time();
+  }
+};
+
+struct Hold {
+  explicit Hold(std::shared_ptr<HeldLock> lock_) : lock(std::move(lock_)) {}
+  const std::shared_ptr<HeldLock> lock;
+  std::atomic<bool> released{false};  // set once by whoever releases it first
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,65 @@
+#pragma once
+// The implementation behind RedisLockService, shared with the guards so that
+// a guard can release its hold (and its lock stays renewed) even after the
+// RedisLockService object is gone.
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <spdlog/logger.h>
+
+#include "dlock/detail/held_lock.hpp"
+#include "dlock/detail/waiter_table.hpp"
+#include "dlock/detail/watchdog.hpp"
+#include "dlock/lock_guard.hpp"
+#include "dlock/lock_options.hpp"
+#include "dlock/redis_executor.hpp"
+#include "dlock/scripts.hpp"
+
+namespace dlock::detail {
+
+class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
+ public:
+  ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config, std::shared_ptr<spdlog::logger> logger);
+
+  // An empty guard when `throw_on_timeout` is false and the wait ran out.
+  LockGuard acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout);
+  void release(Hold& hold);
+  void release_current_thread(std::string_view key);
+  int hold_count(std::string_view key) const;
+  void set_on_lost(std::function<void(const std::string&)> hook);
+  std::size_t watched_locks() const { return watchdog_.watched_count(); }
+  spdlog::logger& logger() { return *logger_; }
+
+ private:
+  struct Names {
+    std::string lock, fence, channel;
+  };
+  Names names_for(std::string_view key) const;
+  std::string owner_token() const;
+  void validate(std::string_view key, const LockOptions& options) const;
+  LockGuard grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
+                  std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent);
+  void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
+  [[noreturn]] void throw_reply_error(std::string_view key, const Names& names, const RedisReply& reply,
+                                      std::string_view during) const;
+
+  const std::shared_ptr<RedisExecutor> redis_;
+  const LockConfig config_;
+  const std::shared_ptr<spdlog::logger> logger_;
+  const std::string instance_id_;  // 128 CSPRNG bits, hex
+  ScriptRunner scripts_;
+  WaiterTable waiters_;
+
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<HeldLock>> held_;  // guarded by mutex_: owner + '|' + key
+  std::function<void(const std::string&)> on_lost_;                  // guarded by mutex_
+
+  Watchdog watchdog_;  // last: its thread stops before the members it uses go
+};
+
+}  // namespace dlock::detail

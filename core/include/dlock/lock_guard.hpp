@@ -1,0 +1,75 @@
+#pragma once
+// LockGuard: the move-only RAII handle of ONE granted hold, like
+// std::unique_lock. It carries its owner token, so it may be released from
+// any thread (async code that finishes elsewhere).
+
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "dlock/lock_options.hpp"
+
+namespace dlock {
+
+namespace detail {
+class ServiceCore;
+struct Hold;
+}  // namespace detail
+
+class LockGuard {
+ public:
+  LockGuard() = default;  // empty: holds nothing
+  LockGuard(LockGuard&& other) noexcept = default;
+  // Releases what this guard held first (errors are logged, not thrown).
+  LockGuard& operator=(LockGuard&& other) noexcept;
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+  // Releases the hold if still held. Never throws: a failed release is logged,
+  // and the lock then expires by itself within its lease.
+  ~LockGuard();
+
+  // True iff acquired, not yet released, and not lost(). A moved-from or
+  // empty guard is false.
+  explicit operator bool() const;
+
+  // The user key as passed to lock() (no prefix); empty for an empty guard.
+  const std::string& key() const;
+
+  // The value drawn from the lock's fencing counter when this acquisition
+  // first took the lock; the same for every re-entrant hold of it. Strictly
+  // greater than any earlier holder's: pass it to the resource you protect
+  // so it can refuse writes from a holder that was paused past its lease.
+  // 0 for an empty guard.
+  std::uint64_t fencing_token() const;
+
+  // True once the lock stopped being this holder's: the watchdog found it
+  // gone, renewals failed until its validity ran out, or a fixed lease ran
+  // out by the local clock.
+  bool lost() const;
+
+  // Throws LockLostError if lost(); use it before an irreversible step.
+  void check() const;
+
+  // Stop is requested when the lock is lost, so long work can give up
+  // cooperatively. An empty guard's token never stops.
+  std::stop_token stop_token() const;
+
+  // Validity left by the local clock: lease − elapsed − clock-drift margin.
+  Millis remaining() const;
+
+  // Releases THIS hold now. Idempotent. Throws LockLostError (and leaves
+  // Redis untouched) if the lock was no longer this owner's — the critical
+  // section may have overlapped another holder; throws ConnectionError if
+  // Redis could not be told (the lock then expires within its lease).
+  void unlock();
+
+ private:
+  friend class detail::ServiceCore;
+  LockGuard(std::shared_ptr<detail::ServiceCore> service, std::shared_ptr<detail::Hold> hold);
+
+  std::shared_ptr<detail::ServiceCore> service_;  // keeps the service's internals alive for release
+  std::shared_ptr<detail::Hold> hold_;
+};
+
+}  // namespace dlock

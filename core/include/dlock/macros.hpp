@@ -1,0 +1,31 @@
+#pragma once
+// The block and scope forms of a distributed lock.
+//
+//   WITH_DISTRIBUTED_LOCK("stock:" + sku) { deduct(); }   // throws LockTimeoutError if not had in the wait
+//   WITH_DISTRIBUTED_LOCK_OPTS(key, (dlock::LockOptions{.wait = 500ms})) { ... }
+//   DISTRIBUTED_LOCK_SCOPE("order:" + id);                // held to the end of the enclosing scope
+//
+// The body runs holding the lock; leaving it any way (end, break, continue,
+// return, exception) releases it. Inside a class derived from dlock::LockAware
+// the injected service is used, elsewhere the default service
+// (dlock::set_default_lock_service); with neither, a dlock::Error is thrown
+// before the body runs. The block form is one if-else statement, so a
+// following `else` never binds to it by mistake.
+
+#include "dlock/default_service.hpp"
+#include "dlock/lock_aware.hpp"
+#include "dlock/lock_guard.hpp"
+
+#define DLOCK_CONCAT_INNER(a, b) a##b
+#define DLOCK_CONCAT(a, b) DLOCK_CONCAT_INNER(a, b)
+
+#define WITH_DISTRIBUTED_LOCK_OPTS(key, options)                                                     \
+  if (::dlock::LockGuard DLOCK_CONCAT(dlock_guard_, __LINE__) = dlock_current_lock_service()->lock( \
+          (key), (options));                                                                        \
+      false) {                                                                                      \
+  } else
+
+#define WITH_DISTRIBUTED_LOCK(key) WITH_DISTRIBUTED_LOCK_OPTS(key, ::dlock::LockOptions{})
+
+#define DISTRIBUTED_LOCK_SCOPE(key) \
+  ::dlock::LockGuard DLOCK_CONCAT(dlock_scope_guard_, __LINE__) = dlock_current_lock_service()->lock((key))

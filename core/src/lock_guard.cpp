@@ -1,0 +1,74 @@
+#include "dlock/lock_guard.hpp"
+
+#include "dlock/detail/service_core.hpp"
+#include "dlock/errors.hpp"
+
+namespace dlock {
+
+LockGuard::LockGuard(std::shared_ptr<detail::ServiceCore> service, std::shared_ptr<detail::Hold> hold)
+    : service_(std::move(service)), hold_(std::move(hold)) {}
+
+namespace {
+
+void release_quietly(detail::ServiceCore* service, detail::Hold* hold) noexcept {
+  if (!service || !hold || hold->released.load()) return;
+  try {
+    service->release(*hold);
+  } catch (const std::exception& e) {
+    try {
+      service->logger().error("releasing a lock in a guard's destructor failed: {}", e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
+  if (this != &other) {
+    release_quietly(service_.get(), hold_.get());
+    service_ = std::move(other.service_);
+    hold_ = std::move(other.hold_);
+  }
+  return *this;
+}
+
+LockGuard::~LockGuard() { release_quietly(service_.get(), hold_.get()); }
+
+LockGuard::operator bool() const { return hold_ && !hold_->released.load() && !hold_->lock->is_lost(); }
+
+const std::string& LockGuard::key() const {
+  static const std::string kNone;
+  return hold_ ? hold_->lock->key : kNone;
+}
+
+std::uint64_t LockGuard::fencing_token() const { return hold_ ? hold_->lock->fencing_token : 0; }
+
+bool LockGuard::lost() const {
+  if (!hold_) return false;
+  // After its own release a guard is done, not lost; the flag still tells if it was lost before.
+  return hold_->lock->lost_flag.load() || (!hold_->released.load() && hold_->lock->is_lost());
+}
+
+void LockGuard::check() const {
+  if (lost()) {
+    throw LockLostError("lock '" + key() +
+                        "' was lost (its lease ran out or it was taken over); stop the critical section: another "
+                        "holder may be inside it");
+  }
+}
+
+std::stop_token LockGuard::stop_token() const { return hold_ ? hold_->lock->stop.get_token() : std::stop_token{}; }
+
+Millis LockGuard::remaining() const {
+  if (!hold_ || hold_->released.load()) return Millis(0);
+  auto left = hold_->lock->valid_until_time() - detail::Clock::now();
+  return left > detail::Clock::duration::zero() ? std::chrono::duration_cast<Millis>(left) : Millis(0);
+}
+
+void LockGuard::unlock() {
+  if (service_ && hold_) service_->release(*hold_);
+}
+
+}  // namespace dlock

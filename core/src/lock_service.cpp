@@ -1,0 +1,320 @@
+#include "dlock/lock_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "dlock/detail/service_core.hpp"
+#include "dlock/owner_token.hpp"
+
+namespace dlock {
+namespace detail {
+namespace {
+
+// Keys may be binary: show them escaped and bounded in messages and logs.
+std::string printable(std::string_view key) {
+  constexpr std::size_t kShown = 200;
+  std::string out;
+  for (std::size_t i = 0; i < key.size() && i < kShown; ++i) {
+    unsigned char c = static_cast<unsigned char>(key[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  if (key.size() > kShown) out += "...";
+  return out;
+}
+
+std::string lock_label(std::string_view key) { return "lock '" + printable(key) + "'"; }
+
+// A lock whose hash has no expiry (PERSISTed by hand) gives no PTTL to sleep
+// on: retry on this period instead.
+constexpr Millis kNoLeaseRetry{100};
+
+std::shared_ptr<spdlog::logger> default_logger() {
+  if (auto logger = spdlog::get("dlock")) return logger;
+  return spdlog::default_logger();
+}
+
+}  // namespace
+
+ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config,
+                         std::shared_ptr<spdlog::logger> logger)
+    : redis_(std::move(redis)),
+      config_(std::move(config)),
+      logger_(logger ? std::move(logger) : default_logger()),
+      instance_id_(random_instance_id()),
+      scripts_(*redis_),
+      waiters_(*redis_),
+      watchdog_(scripts_, logger_, [this](const std::shared_ptr<HeldLock>& lock, const std::string& why) {
+        handle_lost(lock, why);
+      }) {
+  if (config_.watchdog_timeout <= Millis(0)) {
+    throw InvalidArgument("lock.watchdog_timeout_ms is " + std::to_string(config_.watchdog_timeout.count()) +
+                          "; it must be a positive number of milliseconds (default 30000)");
+  }
+  if (config_.wait < Millis(0)) {
+    throw InvalidArgument("lock.wait_ms is " + std::to_string(config_.wait.count()) +
+                          "; it must be 0 (try once) or a positive number of milliseconds");
+  }
+  if (config_.max_key_bytes == 0) {
+    throw InvalidArgument("lock.max_key_bytes is 0; it must be at least 1 (default 1024)");
+  }
+  scripts_.load_all();
+}
+
+ServiceCore::Names ServiceCore::names_for(std::string_view key) const {
+  Names names;
+  // The braces are a Cluster hash tag: the three names of a lock share a slot.
+  names.lock.reserve(config_.key_prefix.size() + key.size() + 2);
+  names.lock.append(config_.key_prefix).append("{").append(key).append("}");
+  names.fence = names.lock + ":fence";
+  names.channel = names.lock + ":released";
+  return names;
+}
+
+std::string ServiceCore::owner_token() const { return instance_id_ + ":" + current_thread_id(); }
+
+void ServiceCore::validate(std::string_view key, const LockOptions& options) const {
+  if (key.empty()) throw InvalidArgument("lock key is empty; pass a non-empty key such as \"stock:42\"");
+  if (key.size() > config_.max_key_bytes) {
+    throw InvalidArgument(lock_label(key) + ": key is " + std::to_string(key.size()) +
+                          " bytes, longer than lock.max_key_bytes (" + std::to_string(config_.max_key_bytes) +
+                          "); use a shorter key or raise lock.max_key_bytes");
+  }
+  if (options.wait && *options.wait < Millis(0)) {
+    throw InvalidArgument(lock_label(key) + ": wait of " + std::to_string(options.wait->count()) +
+                          " ms is negative; pass 0 to try once, or a positive wait");
+  }
+  if (options.lease && *options.lease <= Millis(0)) {
+    throw InvalidArgument(lock_label(key) + ": lease of " + std::to_string(options.lease->count()) +
+                          " ms is not positive; pass a positive lease, or none to let the watchdog renew it");
+  }
+}
+
+void ServiceCore::throw_reply_error(std::string_view key, const Names& names, const RedisReply& reply,
+                                    std::string_view during) const {
+  if (reply.is_error() && reply.str.find(kWrongTypeError) != std::string::npos) {
+    throw RedisError(lock_label(key) + ": cannot " + std::string(during) + ": Redis key '" + printable(names.lock) +
+                     "' (or its fencing counter) holds data that is not a dlock lock (" + reply.str +
+                     "); another program uses that name: delete it or choose another lock.key_prefix");
+  }
+  throw RedisError(lock_label(key) + ": cannot " + std::string(during) + ": redis " + redis_->endpoint() +
+                   " answered " + (reply.is_error() ? reply.str : std::string("an unexpected reply")) +
+                   "; check that the Redis user may run EVALSHA on keys with prefix '" + config_.key_prefix + "'");
+}
+
+LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout) {
+  validate(key, options);
+  const Millis wait = options.wait.value_or(config_.wait);
+  const bool renewed = !options.lease.has_value();
+  const Millis lease = options.lease.value_or(config_.watchdog_timeout);
+  const Names names = names_for(key);
+  const std::string owner = owner_token();
+  const std::vector<std::string> script_keys{names.lock, names.fence};
+  const std::vector<std::string> script_args{owner, std::to_string(lease.count())};
+  const Clock::time_point deadline = Clock::now() + wait;
+
+  WaiterTable::Ticket ticket;
+  long long last_pttl = 0;
+  for (;;) {
+    const Clock::time_point sent = Clock::now();
+    RedisReply reply = scripts_.run(kAcquireScript, script_keys, script_args);
+    if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 2 ||
+        reply.elements[0].type != RedisReply::Type::Integer) {
+      throw_reply_error(key, names, reply, "acquire");
+    }
+    if (reply.elements[0].integer == 1 && reply.elements.size() >= 3) {
+      return grant(key, names, owner, reply.elements[1].integer,
+                   static_cast<std::uint64_t>(reply.elements[2].integer), lease, renewed, sent);
+    }
+    last_pttl = reply.elements[1].integer;
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) break;
+    if (!ticket) {
+      // Join the line before the next try, so a release between the two cannot go unheard.
+      waiters_.enter(names.channel, ticket);
+      continue;
+    }
+    // Never sleep past the holder's lease: a crashed holder publishes nothing.
+    const Millis nap = last_pttl > 0 ? Millis(last_pttl + 1) : last_pttl == -2 ? Millis(0) : kNoLeaseRetry;
+    ticket.wait(std::min(nap, std::chrono::ceil<Millis>(deadline - now)));
+  }
+  if (!throw_on_timeout) return {};
+  throw LockTimeoutError(lock_label(key) + ": not acquired within " + std::to_string(wait.count()) +
+                         " ms; another owner holds it (lease left " + std::to_string(last_pttl) +
+                         " ms); wait longer (LockOptions::wait or lock.wait_ms) or use try_lock");
+}
+
+LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
+                             std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent) {
+  std::shared_ptr<HeldLock> lock;
+  std::shared_ptr<HeldLock> stale;
+  std::shared_ptr<Hold> hold;
+  bool watch = false;
+  {
+    std::lock_guard guard(mutex_);
+    std::shared_ptr<HeldLock>& slot = held_[owner + '|' + std::string(key)];
+    if (slot && !slot->lost_flag.load() && holds > 1) {
+      // Re-entry: one more hold on the lock this owner already has.
+      lock = slot;
+      ++lock->holds;
+      if (renewed && !lock->renewed.exchange(true)) {
+        lock->lease_ms = lease.count();
+        watch = true;
+      } else if (!lock->renewed.load()) {
+        lock->lease_ms = std::max<std::int64_t>(lock->lease_ms.load(), lease.count());
+      }
+      lock->extend_validity(sent, lease);
+    } else {
+      // Redis granted the lock afresh: a record we still had is stale (it expired unnoticed).
+      if (slot && !slot->lost_flag.load()) stale = slot;
+      lock = std::make_shared<HeldLock>(std::string(key), names.lock, owner, fencing_token);
+      lock->renewed = renewed;
+      lock->lease_ms = lease.count();
+      lock->holds = 1;
+      lock->extend_validity(sent, lease);
+      slot = lock;
+      watch = true;
+    }
+    hold = std::make_shared<Hold>(lock);
+    lock->stack.push_back(hold);
+  }
+  if (stale) handle_lost(stale, "Redis granted the lock afresh to the same thread, so the earlier hold had expired");
+  if (watch) watchdog_.watch(lock, sent);
+  return LockGuard(shared_from_this(), std::move(hold));
+}
+
+void ServiceCore::release(Hold& hold) {
+  if (hold.released.exchange(true)) return;
+  const std::shared_ptr<HeldLock>& lock = hold.lock;
+  bool final = false;
+  {
+    std::lock_guard guard(mutex_);
+    --lock->holds;
+    std::erase_if(lock->stack, [&hold](const std::weak_ptr<Hold>& weak) {
+      auto live = weak.lock();
+      return !live || live.get() == &hold;
+    });
+    final = lock->holds == 0;
+    if (final) {
+      auto it = held_.find(lock->owner + '|' + lock->key);
+      if (it != held_.end() && it->second == lock) held_.erase(it);
+    }
+  }
+  // Before the release is sent, so no renewal can re-extend a released lock.
+  if (final) watchdog_.unwatch(*lock);
+  if (lock->lost_flag.load()) {
+    throw LockLostError(lock_label(lock->key) +
+                        " was lost before this release (its lease ran out or it was taken over); Redis was left "
+                        "untouched; the critical section may have overlapped another holder");
+  }
+  const Clock::time_point sent = Clock::now();
+  RedisReply reply;
+  try {
+    reply = scripts_.run(kReleaseScript, {lock->lock_name, lock->lock_name + ":released"},
+                         {lock->owner, std::to_string(lock->lease_ms.load())});
+  } catch (const ConnectionError& e) {
+    throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
+                          " may not be released: it expires by itself within its lease (" +
+                          std::to_string(lock->lease_ms.load()) + " ms) after its last hold is released");
+  }
+  if (reply.is_error() || reply.type != RedisReply::Type::Integer) {
+    throw_reply_error(lock->key, names_for(lock->key), reply, "release");
+  }
+  if (reply.integer < 0) {
+    handle_lost(lock, "release found it was no longer this owner's");
+    throw LockLostError(lock_label(lock->key) +
+                        " was no longer this owner's when released (its lease ran out or it was taken over); the "
+                        "new owner's lock was left untouched; the critical section may have overlapped another holder");
+  }
+  if (reply.integer > 0) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+}
+
+void ServiceCore::release_current_thread(std::string_view key) {
+  std::shared_ptr<Hold> latest;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = held_.find(owner_token() + '|' + std::string(key));
+    if (it != held_.end()) {
+      for (auto weak = it->second->stack.rbegin(); weak != it->second->stack.rend() && !latest; ++weak) {
+        auto live = weak->lock();
+        if (live && !live->released.load()) latest = std::move(live);
+      }
+    }
+  }
+  if (!latest) {
+    throw NotOwnerError("unlock(" + lock_label(key) +
+                        "): the current thread holds no hold of it; nothing was changed in Redis. Release from the "
+                        "thread that took it, or through its LockGuard");
+  }
+  release(*latest);
+}
+
+int ServiceCore::hold_count(std::string_view key) const {
+  std::lock_guard guard(mutex_);
+  auto it = held_.find(owner_token() + '|' + std::string(key));
+  if (it == held_.end() || it->second->is_lost()) return 0;
+  return it->second->holds;
+}
+
+void ServiceCore::set_on_lost(std::function<void(const std::string&)> hook) {
+  std::lock_guard guard(mutex_);
+  on_lost_ = std::move(hook);
+}
+
+void ServiceCore::handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why) {
+  if (lock->lost_flag.exchange(true)) return;
+  lock->stop.request_stop();
+  watchdog_.unwatch(*lock);
+  logger_->error("{} lost by owner {}: {}; its holder may now overlap another holder and should stop (fencing token {})",
+                 lock_label(lock->key), lock->owner, why, lock->fencing_token);
+  std::function<void(const std::string&)> hook;
+  {
+    std::lock_guard guard(mutex_);
+    hook = on_lost_;
+  }
+  if (!hook) return;
+  try {
+    hook(lock->key);
+  } catch (const std::exception& e) {
+    logger_->error("on_lost hook for {} threw: {}", lock_label(lock->key), e.what());
+  } catch (...) {
+    logger_->error("on_lost hook for {} threw a non-standard exception", lock_label(lock->key));
+  }
+}
+
+}  // namespace detail
+
+RedisLockService::RedisLockService(std::shared_ptr<RedisExecutor> redis, LockConfig config,
+                                   std::shared_ptr<spdlog::logger> logger) {
+  if (!redis) throw InvalidArgument("RedisLockService needs a RedisExecutor; got a null pointer");
+  core_ = std::make_shared<detail::ServiceCore>(std::move(redis), std::move(config), std::move(logger));
+}
+
+RedisLockService::~RedisLockService() = default;
+
+LockGuard RedisLockService::lock(std::string_view key, LockOptions options) {
+  return core_->acquire(key, options, true);
+}
+
+LockGuard RedisLockService::try_lock(std::string_view key, LockOptions options) {
+  return core_->acquire(key, options, false);
+}
+
+void RedisLockService::unlock(std::string_view key) { core_->release_current_thread(key); }
+
+bool RedisLockService::held_by_current_thread(std::string_view key) const { return core_->hold_count(key) > 0; }
+
+int RedisLockService::hold_count(std::string_view key) const { return core_->hold_count(key); }
+
+void RedisLockService::on_lost(std::function<void(const std::string& key)> hook) { core_->set_on_lost(std::move(hook)); }
+
+std::size_t RedisLockService::watched_locks() const { return core_->watched_locks(); }
+
+}  // namespace dlock

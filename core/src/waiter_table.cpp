@@ -1,0 +1,109 @@
+#include "dlock/detail/waiter_table.hpp"
+
+namespace dlock::detail {
+
+struct WaiterTable::Waiter {
+  std::condition_variable cv;
+  bool notified = false;  // guarded by State::mutex
+};
+
+struct WaiterTable::Channel {
+  explicit Channel(std::string name_) : name(std::move(name_)) {}
+  const std::string name;
+  std::list<Waiter> line;            // guarded by State::mutex; oldest first
+  bool subscribing = true;           // guarded by State::mutex
+  std::condition_variable subscribed;
+  Subscription subscription;         // guarded by State::mutex
+};
+
+struct WaiterTable::State {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::unique_ptr<Channel>> channels;  // guarded by mutex
+
+  // Called from the subscriber's thread on every release notice.
+  void notify(const std::string& name) {
+    std::lock_guard guard(mutex);
+    auto it = channels.find(name);
+    if (it == channels.end()) return;
+    wake_next(*it->second);
+  }
+
+  static void wake_next(Channel& channel) {
+    for (Waiter& waiter : channel.line) {
+      if (!waiter.notified) {
+        waiter.notified = true;
+        waiter.cv.notify_one();
+        return;
+      }
+    }
+  }
+};
+
+WaiterTable::WaiterTable(RedisExecutor& redis) : state_(std::make_shared<State>()), redis_(redis) {}
+
+WaiterTable::~WaiterTable() = default;
+
+void WaiterTable::enter(const std::string& name, Ticket& ticket) {
+  std::unique_lock guard(state_->mutex);
+  auto [it, created] = state_->channels.try_emplace(name);
+  if (created) it->second = std::make_unique<Channel>(name);
+  Channel* channel = it->second.get();
+  channel->line.emplace_back();
+  ticket.state_ = state_;
+  ticket.channel_ = channel;
+  ticket.self_ = std::prev(channel->line.end());
+
+  if (created) {
+    // Subscribe without the mutex: the subscriber's thread takes it to deliver notices.
+    guard.unlock();
+    std::weak_ptr<State> weak = state_;
+    Subscription subscription;
+    try {
+      subscription = redis_.subscribe(name, [weak, name] {
+        if (auto state = weak.lock()) state->notify(name);
+      });
+    } catch (...) {
+      // No subscription: the waiters fall back to their timed retries.
+    }
+    guard.lock();
+    channel->subscription = std::move(subscription);
+    channel->subscribing = false;
+    channel->subscribed.notify_all();
+  } else {
+    channel->subscribed.wait(guard, [channel] { return !channel->subscribing; });
+  }
+}
+
+std::size_t WaiterTable::channel_count() const {
+  std::lock_guard guard(state_->mutex);
+  return state_->channels.size();
+}
+
+WaiterTable::Ticket::Ticket(std::shared_ptr<State> state, Channel* channel, std::list<Waiter>::iterator self)
+    : state_(std::move(state)), channel_(channel), self_(self) {}
+
+bool WaiterTable::Ticket::wait(Millis at_most) {
+  std::unique_lock guard(state_->mutex);
+  bool woken = self_->cv.wait_for(guard, at_most, [this] { return self_->notified; });
+  self_->notified = false;
+  return woken;
+}
+
+WaiterTable::Ticket::~Ticket() {
+  if (!state_) return;
+  Subscription unsubscribe;
+  {
+    std::lock_guard guard(state_->mutex);
+    bool unused_notice = self_->notified;
+    channel_->line.erase(self_);
+    if (unused_notice) State::wake_next(*channel_);
+    if (channel_->line.empty()) {
+      unsubscribe = std::move(channel_->subscription);
+      std::string name = channel_->name;  // a copy: erasing destroys *channel_
+      state_->channels.erase(name);
+    }
+  }
+  // unsubscribe is reset here, outside the mutex.
+}
+
+}  // namespace dlock::detail

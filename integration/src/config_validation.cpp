@@ -1,0 +1,207 @@
+#include "config_validation.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <utility>
+
+namespace dlock::detail {
+namespace {
+
+std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+bool is_variable_name(std::string_view name) {
+  return !name.empty() && is_name_start(name.front()) &&
+         std::all_of(name.begin() + 1, name.end(), is_name_char);
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// `part` names the URL component for the message; the text itself is not
+// shown because it is a user name or a password.
+std::string percent_decode(std::string_view text, std::string_view part) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    const bool has_two = i + 2 < text.size();
+    const int high = has_two ? hex_digit(text[i + 1]) : -1;
+    const int low = has_two ? hex_digit(text[i + 2]) : -1;
+    if (high < 0 || low < 0) {
+      throw InvalidValue("the " + std::string(part) +
+                         " in the url has a '%' not followed by two hex digits; "
+                         "write a literal '%' as %25");
+    }
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+long long parse_integer(std::string_view text, long long min, long long max,
+                        std::string_view expected) {
+  // YAML allows a leading '+'; from_chars does not.
+  std::string_view digits = text;
+  if (digits.size() > 1 && digits.front() == '+' && digits[1] != '-') digits.remove_prefix(1);
+  long long value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || end != digits.data() + digits.size() ||
+      (error != std::errc{} && error != std::errc::result_out_of_range)) {
+    throw InvalidValue("expected " + std::string(expected) + ", got " + quoted(text));
+  }
+  if (error == std::errc::result_out_of_range || value < min || value > max) {
+    throw InvalidValue(std::string(text) + " is out of range " + std::to_string(min) + ".." +
+                       std::to_string(max));
+  }
+  return value;
+}
+
+std::string expand_env(std::string_view text) {
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t open = text.find("${", pos);
+    if (open == std::string_view::npos) break;
+    out.append(text.substr(pos, open - pos));
+    const std::size_t close = text.find('}', open + 2);
+    if (close == std::string_view::npos) {
+      throw InvalidValue("\"${\" without a closing \"}\"; write ${VAR} or ${VAR:-default}");
+    }
+    const std::string_view inside = text.substr(open + 2, close - open - 2);
+    const std::size_t dash = inside.find(":-");
+    const std::string_view name = inside.substr(0, dash);
+    if (!is_variable_name(name)) {
+      throw InvalidValue("${" + std::string(inside) +
+                         "} does not name an environment variable; write ${VAR} or "
+                         "${VAR:-default} with VAR made of letters, digits and '_'");
+    }
+    const std::string name_text(name);
+    const char* value = std::getenv(name_text.c_str());
+    if (dash != std::string_view::npos) {
+      out += (value != nullptr && *value != '\0') ? std::string_view(value) : inside.substr(dash + 2);
+    } else if (value != nullptr) {
+      out += value;
+    } else {
+      throw InvalidValue("environment variable " + name_text +
+                         " is not set; set it, or give a default with ${" + name_text +
+                         ":-default}");
+    }
+    pos = close + 1;
+  }
+  if (pos < text.size()) out.append(text.substr(pos));
+  return out;
+}
+
+RedisUrl parse_redis_url(std::string_view url) {
+  const std::size_t colon = url.find("://");
+  const std::string scheme = lower(url.substr(0, colon));
+  if (colon == std::string_view::npos || scheme != "redis") {
+    if (scheme == "rediss") {
+      throw InvalidValue("rediss:// (TLS) is not supported by dlock; use redis:// "
+                         "(for example through a local TLS tunnel such as stunnel)");
+    }
+    throw InvalidValue("expected redis://[user[:password]@]host[:port][/database]");
+  }
+  std::string_view rest = url.substr(colon + 3);
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    throw InvalidValue("query parameters and fragments (?... #...) are not supported; "
+                       "set connect_timeout_ms and the like as settings of their own");
+  }
+
+  RedisUrl parsed;
+  // The last '@' ends the user info, so an unencoded '@' in a password still works.
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view user_info = rest.substr(0, at);
+    const std::size_t sep = user_info.find(':');
+    parsed.username = percent_decode(user_info.substr(0, sep), "user name");
+    if (sep != std::string_view::npos) {
+      parsed.password = percent_decode(user_info.substr(sep + 1), "password");
+    }
+    rest.remove_prefix(at + 1);
+  }
+
+  std::string_view host_port = rest;
+  if (const std::size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    host_port = rest.substr(0, slash);
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) {
+      try {
+        parsed.database = static_cast<int>(parse_integer(db, 0, max_database, "a database number"));
+      } catch (const InvalidValue& e) {
+        throw InvalidValue(std::string("the database after '/': ") + e.what());
+      }
+    }
+  }
+
+  // Unset when the url has no ':port'; set (maybe empty) when it has the ':'.
+  std::optional<std::string_view> port_text;
+  if (!host_port.empty() && host_port.front() == '[') {  // IPv6: [::1]:6379
+    const std::size_t end = host_port.find(']');
+    if (end == std::string_view::npos) {
+      throw InvalidValue("an IPv6 host in brackets lacks its closing ']'");
+    }
+    parsed.host = std::string(host_port.substr(1, end - 1));
+    const std::string_view after = host_port.substr(end + 1);
+    if (!after.empty() && after.front() != ':') {
+      throw InvalidValue("expected ':port' after the IPv6 host in brackets");
+    }
+    if (!after.empty()) port_text = after.substr(1);
+  } else {
+    const std::size_t sep = host_port.find(':');
+    parsed.host = std::string(host_port.substr(0, sep));
+    if (sep != std::string_view::npos) port_text = host_port.substr(sep + 1);
+  }
+  if (parsed.host.empty()) {
+    throw InvalidValue("the url has no host; expected redis://[user[:password]@]host[:port][/database]");
+  }
+  if (port_text) {
+    try {
+      parsed.port = static_cast<int>(parse_integer(*port_text, min_port, max_port, "a port number"));
+    } catch (const InvalidValue& e) {
+      throw InvalidValue(std::string("the port: ") + e.what());
+    }
+  }
+  return parsed;
+}
+
+std::optional<spdlog::level::level_enum> log_level_from_name(std::string_view name) {
+  // Not spdlog::level::from_str: it maps every unknown name to "off",
+  // which would silence a typo instead of reporting it.
+  static constexpr std::array<std::pair<std::string_view, spdlog::level::level_enum>, 6> levels{{
+      {"trace", spdlog::level::trace},
+      {"debug", spdlog::level::debug},
+      {"info", spdlog::level::info},
+      {"warn", spdlog::level::warn},
+      {"error", spdlog::level::err},
+      {"off", spdlog::level::off},
+  }};
+  const std::string wanted = lower(name);
+  for (const auto& [level_name, level] : levels) {
+    if (level_name == wanted) return level;
+  }
+  return std::nullopt;
+}
+
+}  // namespace dlock::detail

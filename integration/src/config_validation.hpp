@@ -1,0 +1,53 @@
+#pragma once
+// Turning the text of one setting into a checked value. Nothing here knows
+// about YAML or files: a bad value throws InvalidValue with a message that
+// starts after the setting name ("is out of range 1..65535"), and the caller
+// adds "FILE:LINE: setting: " in front, because only it knows where the text
+// came from (a YAML value, an environment variable, a Config built in code).
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <spdlog/common.h>
+
+namespace dlock::detail {
+
+class InvalidValue : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A decimal integer (optional sign) within [min, max]. `expected` names what
+// the setting holds, for the message: "an integer number of milliseconds".
+long long parse_integer(std::string_view text, long long min, long long max,
+                        std::string_view expected);
+
+// Replaces ${VAR} with the variable's value and ${VAR:-default} with the
+// value, or with `default` when VAR is unset or empty (as in the shell).
+// Throws for an unset ${VAR} without default and for malformed ${...}.
+std::string expand_env(std::string_view text);
+
+// The parts of redis://[user[:password]@]host[:port][/database], with user
+// and password percent-decoded. Rejects rediss:// (TLS) and other schemes.
+// Messages never repeat the URL, since it may hold a password.
+struct RedisUrl {
+  std::string host;
+  int port = 6379;
+  std::string username;
+  std::string password;
+  int database = 0;
+};
+RedisUrl parse_redis_url(std::string_view url);
+
+// Ranges shared by the YAML reader and the environment overrides.
+inline constexpr long long min_port = 1;
+inline constexpr long long max_port = 65535;
+inline constexpr long long max_database = 65535;
+
+// Level names accepted in logging.level, matched without regard to case.
+inline constexpr std::string_view log_level_names = "trace, debug, info, warn, error, off";
+std::optional<spdlog::level::level_enum> log_level_from_name(std::string_view name);
+
+}  // namespace dlock::detail

@@ -1,0 +1,87 @@
+#include "dlock/connection_pool.hpp"
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+
+#include <chrono>
+
+#include "dlock/errors.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// An idle connection never has anything to read: if its socket is readable the
+// server closed it (restart, CLIENT KILL, idle timeout). Checking costs one
+// poll() and spares the caller a failed command that was never its fault.
+bool closed_while_idle(RedisConnection& connection) {
+  if (connection.broken()) return true;
+  pollfd watched{connection.context()->fd, POLLIN, 0};
+  return ::poll(&watched, 1, 0) != 0;
+}
+
+}  // namespace
+
+ConnectionPool::ConnectionPool(RedisConfig config) : config_(std::move(config)) {}
+
+std::string ConnectionPool::endpoint() const { return config_.host + ":" + std::to_string(config_.port); }
+
+ConnectionPool::Lease ConnectionPool::borrow() {
+  const auto deadline = std::chrono::steady_clock::now() + config_.command_timeout;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    while (!idle_.empty()) {
+      auto connection = std::move(idle_.back());
+      idle_.pop_back();
+      if (!closed_while_idle(*connection)) return Lease(*this, std::move(connection));
+      --open_;
+      lock.unlock();
+      connection.reset();
+      lock.lock();
+    }
+    if (open_ < config_.pool_size) {
+      // Reserve the slot, then connect without the mutex so other borrowers
+      // and returns are not held up by a slow or unreachable server.
+      ++open_;
+      lock.unlock();
+      try {
+        return Lease(*this, std::make_unique<RedisConnection>(config_));
+      } catch (...) {
+        lock.lock();
+        --open_;
+        returned_.notify_one();
+        throw;
+      }
+    }
+    if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= config_.pool_size) {
+      throw ConnectionError("redis " + endpoint() + ": connection pool exhausted (pool_size " +
+                            std::to_string(config_.pool_size) + ", none returned within " +
+                            std::to_string(config_.command_timeout.count()) +
+                            " ms); raise redis.pool_size or hold connections for less time");
+    }
+  }
+}
+
+void ConnectionPool::give_back(std::unique_ptr<RedisConnection> connection) {
+  if (connection->broken()) {
+    connection.reset();  // closes the socket outside the mutex
+    std::lock_guard lock(mutex_);
+    --open_;
+  } else {
+    std::lock_guard lock(mutex_);
+    idle_.push_back(std::move(connection));
+  }
+  returned_.notify_one();
+}
+
+ConnectionPool::Lease::Lease(ConnectionPool& pool, std::unique_ptr<RedisConnection> connection)
+    : pool_(&pool), connection_(std::move(connection)) {}
+
+ConnectionPool::Lease::Lease(Lease&& other) noexcept
+    : pool_(other.pool_), connection_(std::move(other.connection_)) {}
+
+ConnectionPool::Lease::~Lease() {
+  if (connection_) pool_->give_back(std::move(connection_));
+}
+
+}  // namespace dlock::detail

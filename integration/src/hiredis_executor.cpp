@@ -1,0 +1,38 @@
+#include "dlock/hiredis_executor.hpp"
+
+#include "dlock/errors.hpp"
+
+namespace dlock {
+
+HiredisExecutor::HiredisExecutor(RedisConfig config) : pool_(config), subscriber_(std::move(config)) {}
+
+void HiredisExecutor::connect() {
+  auto connection = pool_.borrow();
+  const RedisReply pong = connection->command({"PING"});
+  if (!pong.is_error()) return;
+  // A server with a password answers NOAUTH when none (or no user) was configured.
+  if (pong.str.starts_with("NOAUTH")) {
+    throw ConnectionError("redis " + endpoint() + ": authentication failed (" + pong.str +
+                          "); check redis.username and redis.password");
+  }
+  throw ConnectionError("redis " + endpoint() + ": PING answered with an error (" + pong.str +
+                        "); check that redis.host and redis.port point at a usable redis-server");
+}
+
+RedisReply HiredisExecutor::command(const RedisCommand& argv) {
+  auto connection = pool_.borrow();
+  return connection->command(argv);
+}
+
+std::vector<RedisReply> HiredisExecutor::pipeline(const std::vector<RedisCommand>& commands) {
+  auto connection = pool_.borrow();
+  return connection->pipeline(commands);
+}
+
+Subscription HiredisExecutor::subscribe(const std::string& channel, std::function<void()> on_message) {
+  return subscriber_.subscribe(channel, std::move(on_message));
+}
+
+std::string HiredisExecutor::endpoint() const { return pool_.endpoint(); }
+
+}  // namespace dlock

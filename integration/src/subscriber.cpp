@@ -1,0 +1,350 @@
+#include "dlock/subscriber.hpp"
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <set>
+#include <system_error>
+
+#include "dlock/errors.hpp"
+#include "dlock/redis_connection.hpp"
+
+// Threads and ownership: callers register callbacks in State under its mutex
+// and wake the subscriber thread through an eventfd; only that thread touches
+// the Redis connection. It compares the channels wanted (State::channels) with
+// the channels it has sent SUBSCRIBE for, sends the difference, and reports
+// acknowledged channels back in State::confirmed.
+
+namespace dlock::detail {
+namespace pubsub {
+
+// Subscriber::State is private, so its body lives here where the thread's
+// loop and the cancel function can name it.
+struct SharedState {
+  using Callback = std::shared_ptr<std::function<void()>>;
+
+  explicit SharedState(RedisConfig redis_config) : config(std::move(redis_config)) {
+    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0) throw std::system_error(errno, std::generic_category(), "dlock subscriber: eventfd");
+  }
+  ~SharedState() { ::close(wake_fd); }
+  SharedState(const SharedState&) = delete;
+  SharedState& operator=(const SharedState&) = delete;
+
+  void wake() const {
+    const std::uint64_t one = 1;
+    // A full counter still leaves the eventfd readable, so a failed write loses nothing.
+    [[maybe_unused]] auto written = ::write(wake_fd, &one, sizeof one);
+  }
+
+  const RedisConfig config;
+  int wake_fd = -1;
+
+  std::mutex mutex;
+  std::condition_variable changed;  // a channel confirmed, a callback finished, or stopping
+  std::map<std::string, std::map<std::uint64_t, Callback>> channels;  // guarded by mutex: wanted ones
+  std::set<std::string> confirmed;  // guarded by mutex: acknowledged on the current connection
+  std::uint64_t next_id = 1;        // guarded by mutex
+  std::uint64_t running_id = 0;     // guarded by mutex: subscription whose callback runs now
+  bool stopping = false;            // guarded by mutex
+  std::thread thread;               // guarded by mutex (started lazily)
+  std::thread::id thread_id;        // guarded by mutex
+  std::atomic<std::uint64_t> connection_failures{0};  // kept for debugging; nothing is logged
+};
+
+}  // namespace pubsub
+
+struct Subscriber::State : pubsub::SharedState {
+  using SharedState::SharedState;
+};
+
+namespace {
+
+using State = pubsub::SharedState;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kFirstBackoff = std::chrono::milliseconds(50);
+constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
+
+bool on_subscriber_thread(const State& state) { return std::this_thread::get_id() == state.thread_id; }
+
+// The subscriber thread's side: the connection and what was sent on it.
+class Loop {
+ public:
+  explicit Loop(State& state) : state_(state) {}
+
+  void run() {
+    bool ever_failed = false;
+    while (!stopping()) {
+      if (!connection_) {
+        try {
+          connection_ = std::make_unique<RedisConnection>(state_.config);
+        } catch (const Error&) {
+          ++state_.connection_failures;
+          ever_failed = true;
+          back_off();
+          continue;
+        }
+        if (ever_failed) owe_notice_to_all();
+      }
+      try {
+        send_changes();
+        dispatch_buffered();
+        wait_for_input();
+      } catch (const ConnectionError&) {
+        ++state_.connection_failures;
+        ever_failed = true;
+        // A connection that never answered (e.g. the server accepts and then
+        // hangs up at once) must not turn reconnecting into a busy loop.
+        const bool answered = answered_;
+        drop_connection();
+        if (!answered) back_off();
+      }
+    }
+    drop_connection();
+  }
+
+ private:
+  void back_off() {
+    sleep_interruptibly(backoff_);
+    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  }
+
+  bool stopping() {
+    std::lock_guard lock(state_.mutex);
+    return state_.stopping;
+  }
+
+  void sleep_interruptibly(std::chrono::milliseconds duration) {
+    pollfd watched{state_.wake_fd, POLLIN, 0};
+    if (::poll(&watched, 1, static_cast<int>(duration.count())) > 0) drain_wake_fd();
+  }
+
+  void drain_wake_fd() {
+    std::uint64_t count = 0;
+    [[maybe_unused]] auto read_bytes = ::read(state_.wake_fd, &count, sizeof count);
+  }
+
+  // Every channel wanted now (or still owed from an earlier failed attempt)
+  // gets one call once it is subscribed again: a message may have been missed.
+  void owe_notice_to_all() {
+    std::lock_guard lock(state_.mutex);
+    for (const auto& entry : state_.channels) owed_notice_.insert(entry.first);
+  }
+
+  void drop_connection() {
+    connection_.reset();
+    answered_ = false;
+    sent_.clear();
+    unacknowledged_.clear();
+    std::lock_guard lock(state_.mutex);
+    state_.confirmed.clear();
+  }
+
+  void send_changes() {
+    std::vector<std::string> to_subscribe;
+    std::vector<std::string> to_unsubscribe;
+    {
+      std::lock_guard lock(state_.mutex);
+      for (const auto& entry : state_.channels) {
+        if (!sent_.contains(entry.first)) to_subscribe.push_back(entry.first);
+      }
+      for (const auto& channel : sent_) {
+        if (!state_.channels.contains(channel)) {
+          to_unsubscribe.push_back(channel);
+          state_.confirmed.erase(channel);
+          owed_notice_.erase(channel);
+        }
+      }
+    }
+    if (to_subscribe.empty() && to_unsubscribe.empty()) return;
+    for (const auto& channel : to_subscribe) {
+      append({"SUBSCRIBE", channel});
+      sent_.insert(channel);
+      ++unacknowledged_[channel];
+    }
+    for (const auto& channel : to_unsubscribe) {
+      append({"UNSUBSCRIBE", channel});
+      sent_.erase(channel);
+    }
+    int done = 0;
+    while (!done) {
+      if (redisBufferWrite(connection_->context(), &done) != REDIS_OK) connection_->fail("sending SUBSCRIBE");
+    }
+  }
+
+  void append(const RedisCommand& argv) {
+    const char* parts[2] = {argv[0].data(), argv[1].data()};
+    const size_t lengths[2] = {argv[0].size(), argv[1].size()};
+    if (redisAppendCommandArgv(connection_->context(), 2, parts, lengths) != REDIS_OK) {
+      connection_->fail("sending " + argv[0]);
+    }
+  }
+
+  // Replies may already sit in hiredis' buffer from an earlier read; poll()
+  // would not report them, so they are handled before sleeping.
+  void dispatch_buffered() {
+    for (;;) {
+      void* raw = nullptr;
+      if (redisGetReplyFromReader(connection_->context(), &raw) != REDIS_OK) connection_->fail("reading messages");
+      if (raw == nullptr) return;
+      const RedisReply reply = to_reply(static_cast<redisReply*>(raw));
+      freeReplyObject(raw);
+      handle(reply);
+    }
+  }
+
+  void wait_for_input() {
+    pollfd watched[2] = {{connection_->context()->fd, POLLIN, 0}, {state_.wake_fd, POLLIN, 0}};
+    if (::poll(watched, 2, -1) < 0) {
+      if (errno == EINTR) return;
+      connection_->fail("waiting for messages");
+    }
+    if (watched[1].revents != 0) drain_wake_fd();
+    if (watched[0].revents != 0) {
+      if (redisBufferRead(connection_->context()) != REDIS_OK) connection_->fail("reading messages");
+    }
+  }
+
+  void handle(const RedisReply& reply) {
+    answered_ = true;
+    backoff_ = kFirstBackoff;
+    // Error replies (e.g. an ACL user without channel rights) are left alone:
+    // the subscription stays unconfirmed and its waiters fall back to timed retries.
+    if (reply.type != RedisReply::Type::Array || reply.elements.size() < 3) return;
+    const std::string& kind = reply.elements[0].str;
+    const std::string& channel = reply.elements[1].str;
+    if (kind == "message") {
+      call_back(channel);
+    } else if (kind == "subscribe") {
+      acknowledge(channel);
+    }
+  }
+
+  void acknowledge(const std::string& channel) {
+    auto pending = unacknowledged_.find(channel);
+    if (pending == unacknowledged_.end()) return;
+    if (--pending->second > 0) return;  // an older SUBSCRIBE of a channel unsubscribed and wanted again
+    unacknowledged_.erase(pending);
+    bool owed = false;
+    {
+      std::lock_guard lock(state_.mutex);
+      if (!sent_.contains(channel)) return;
+      state_.confirmed.insert(channel);
+      owed = owed_notice_.erase(channel) > 0;
+    }
+    state_.changed.notify_all();
+    if (owed) call_back(channel);
+  }
+
+  // Callbacks run without the mutex so they may subscribe or reset; each is
+  // re-checked just before its call so a reset that returned is never followed
+  // by a call.
+  void call_back(const std::string& channel) {
+    std::vector<std::pair<std::uint64_t, State::Callback>> targets;
+    {
+      std::lock_guard lock(state_.mutex);
+      auto found = state_.channels.find(channel);
+      if (found == state_.channels.end()) return;
+      targets.assign(found->second.begin(), found->second.end());
+    }
+    for (const auto& [id, callback] : targets) {
+      {
+        std::lock_guard lock(state_.mutex);
+        auto found = state_.channels.find(channel);
+        if (found == state_.channels.end() || !found->second.contains(id)) continue;
+        state_.running_id = id;
+      }
+      try {
+        (*callback)();
+      } catch (...) {
+        // A throwing callback must not take the notices of everyone else down with it.
+      }
+      {
+        std::lock_guard lock(state_.mutex);
+        state_.running_id = 0;
+      }
+      state_.changed.notify_all();
+    }
+  }
+
+  // Everything below is touched by the subscriber thread only.
+  State& state_;
+  std::unique_ptr<RedisConnection> connection_;
+  bool answered_ = false;  // the current connection delivered a reply: reconnect at once if it drops
+  std::chrono::milliseconds backoff_ = kFirstBackoff;  // reset by a reply, so only proven connections reset it
+  std::set<std::string> sent_;                       // SUBSCRIBE sent on this connection, no UNSUBSCRIBE since
+  std::map<std::string, int> unacknowledged_;        // SUBSCRIBEs sent but not yet acknowledged
+  std::set<std::string> owed_notice_;                // channels to call once when next acknowledged
+};
+
+void cancel(const std::weak_ptr<State>& weak_state, const std::string& channel, std::uint64_t id) {
+  const auto state = weak_state.lock();
+  if (!state) return;  // the Subscriber is gone, and its subscriptions with it
+  std::unique_lock lock(state->mutex);
+  auto found = state->channels.find(channel);
+  if (found == state->channels.end() || found->second.erase(id) == 0) return;
+  if (found->second.empty()) {
+    state->channels.erase(found);
+    state->wake();
+  }
+  // Wait out a call in progress so the caller may free what the callback uses;
+  // from inside a callback that would wait for itself.
+  if (!on_subscriber_thread(*state)) {
+    state->changed.wait(lock, [&] { return state->running_id != id || state->stopping; });
+  }
+}
+
+}  // namespace
+
+Subscriber::Subscriber(RedisConfig config) : state_(std::make_shared<State>(std::move(config))) {}
+
+Subscriber::~Subscriber() {
+  std::thread thread;
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+    thread = std::move(state_->thread);
+  }
+  state_->wake();
+  state_->changed.notify_all();
+  if (!thread.joinable()) return;
+  // Destroyed from one of its own callbacks: the thread exits on its own once
+  // the callback returns. Keep the state alive until then.
+  if (thread.get_id() == std::this_thread::get_id()) {
+    thread.detach();
+    return;
+  }
+  thread.join();
+}
+
+Subscription Subscriber::subscribe(const std::string& channel, std::function<void()> on_message) {
+  std::unique_lock lock(state_->mutex);
+  const std::uint64_t id = state_->next_id++;
+  auto& callbacks = state_->channels[channel];
+  const bool first_on_channel = callbacks.empty();
+  callbacks.emplace(id, std::make_shared<std::function<void()>>(std::move(on_message)));
+  if (!state_->thread.joinable()) {
+    // The thread co-owns the state so it stays valid even if detached (see ~Subscriber).
+    state_->thread = std::thread([state = state_] { Loop(*state).run(); });
+    state_->thread_id = state_->thread.get_id();
+  }
+  if (first_on_channel) state_->wake();
+
+  Subscription subscription([weak = std::weak_ptr<State>(state_), channel, id] { cancel(weak, channel, id); });
+  // The subscriber thread cannot acknowledge while it waits for itself.
+  if (!on_subscriber_thread(*state_)) {
+    state_->changed.wait_until(lock, Clock::now() + state_->config.command_timeout, [&] {
+      return state_->confirmed.contains(channel) || state_->stopping;
+    });
+  }
+  return subscription;
+}
+
+}  // namespace dlock::detail

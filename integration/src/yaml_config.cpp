@@ -1,0 +1,413 @@
+// load_config: reads the YAML file, walks it against the known settings and
+// reports anything it cannot use as "FILE:LINE: setting: problem; what to do".
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config_validation.hpp"
+#include "dlock/config.hpp"
+#include "dlock/errors.hpp"
+
+namespace dlock {
+namespace {
+
+using detail::InvalidValue;
+
+// Reading a config is a start-up step; a file this big is the wrong path, and
+// yaml-cpp would otherwise spend seconds and a lot of memory on it.
+constexpr std::size_t max_file_bytes = 1024 * 1024;
+
+// The file being read, for the "FILE:LINE: " in front of every message.
+class Source {
+ public:
+  explicit Source(std::string name) : name_(std::move(name)) {}
+
+  // `line` is 1-based.
+  [[noreturn]] void fail(int line, const std::string& what) const {
+    throw ConfigError(name_ + ":" + std::to_string(std::max(line, 1)) + ": " + what);
+  }
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
+    fail(line_of(at), what);
+  }
+  static int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
+
+ private:
+  std::string name_;
+};
+
+std::string kind_of(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return "a single value";
+    default: return "nothing";
+  }
+}
+
+std::string join(const std::vector<std::string_view>& names) {
+  std::string out;
+  for (const auto name : names) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+// Edit distance, to turn "hots" into "did you mean host?".
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string unknown_name_hint(std::string_view name, const std::vector<std::string_view>& known) {
+  for (const auto candidate : known) {
+    if (distance(name, candidate) <= 2) return " (did you mean " + std::string(candidate) + "?)";
+  }
+  return "";
+}
+
+// One `name: value` pair of a map, with its dotted path for messages.
+struct Entry {
+  std::string path;
+  YAML::Node key;
+  YAML::Node value;
+  int line() const { return Source::line_of(key); }
+};
+
+// The pairs of `map` in file order. yaml-cpp keeps both pairs of a key given
+// twice, and a lookup would silently pick one, so duplicates are caught here.
+std::vector<Entry> entries_of(const YAML::Node& map, const std::string& prefix,
+                              const Source& source) {
+  std::vector<Entry> entries;
+  std::map<std::string, int> first_line;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const YAML::Node key = it->first;
+    if (!key.IsScalar()) {
+      source.fail(key, (prefix.empty() ? "" : prefix + ": ") +
+                           "a setting name must be a plain word, got " + kind_of(key));
+    }
+    Entry entry{prefix.empty() ? key.Scalar() : prefix + "." + key.Scalar(), key, it->second};
+    if (const auto [seen, inserted] = first_line.emplace(key.Scalar(), entry.line()); !inserted) {
+      source.fail(key, entry.path + ": set twice (first at line " + std::to_string(seen->second) +
+                           "); keep one of them");
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+// The value of one setting, read with the checks its type needs.
+class Value {
+ public:
+  Value(const Entry& entry, const Source& source) : entry_(entry), source_(source) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    source_.fail(entry_.line(), entry_.path + ": " + what);
+  }
+
+  // Runs a detail:: check, putting FILE:LINE: setting: in front of its complaint.
+  template <typename F>
+  auto guarded(F&& check) const {
+    try {
+      return check();
+    } catch (const InvalidValue& e) {
+      fail(e.what());
+    }
+  }
+
+  // The scalar with ${VAR} expanded.
+  std::string text() const {
+    if (!entry_.value.IsScalar()) fail("expected a single value, got " + kind_of(entry_.value));
+    return guarded([&] { return detail::expand_env(entry_.value.Scalar()); });
+  }
+
+  std::string non_empty_text(std::string_view example) const {
+    std::string value = text();
+    if (value.empty()) fail("must not be empty; for example " + std::string(example));
+    return value;
+  }
+
+  long long integer(long long min, long long max, std::string_view expected) const {
+    const std::string value = text();
+    return guarded([&] { return detail::parse_integer(value, min, max, expected); });
+  }
+
+  Millis millis(long long min, long long max) const {
+    return Millis{integer(min, max, "an integer number of milliseconds")};
+  }
+
+ private:
+  const Entry& entry_;
+  const Source& source_;
+};
+
+struct Setting {
+  std::string_view name;
+  std::function<void(const Value&, Config&)> apply;
+};
+
+using Settings = std::vector<Setting>;
+
+const Settings& redis_settings() {
+  static const Settings settings{
+      {"url",
+       [](const Value& v, Config& c) {
+         const auto url = v.guarded([&] { return detail::parse_redis_url(v.text()); });
+         c.redis.host = url.host;
+         c.redis.port = url.port;
+         c.redis.username = url.username;
+         c.redis.password = url.password;
+         c.redis.database = url.database;
+       }},
+      {"host", [](const Value& v, Config& c) { c.redis.host = v.non_empty_text("127.0.0.1"); }},
+      {"port",
+       [](const Value& v, Config& c) {
+         c.redis.port = static_cast<int>(v.integer(detail::min_port, detail::max_port, "a port number"));
+       }},
+      {"username", [](const Value& v, Config& c) { c.redis.username = v.text(); }},
+      {"password", [](const Value& v, Config& c) { c.redis.password = v.text(); }},
+      {"database",
+       [](const Value& v, Config& c) {
+         c.redis.database = static_cast<int>(v.integer(0, detail::max_database, "a database number"));
+       }},
+      {"connect_timeout_ms",
+       [](const Value& v, Config& c) { c.redis.connect_timeout = v.millis(1, 600000); }},
+      {"command_timeout_ms",
+       [](const Value& v, Config& c) { c.redis.command_timeout = v.millis(1, 600000); }},
+      {"pool_size",
+       [](const Value& v, Config& c) {
+         c.redis.pool_size = static_cast<std::size_t>(v.integer(1, 1024, "a number of connections"));
+       }},
+  };
+  return settings;
+}
+
+const Settings& lock_settings() {
+  static const Settings settings{
+      {"key_prefix",
+       [](const Value& v, Config& c) {
+         std::string prefix = v.non_empty_text("\"dlock:\" (an empty prefix would mix lock keys "
+                                               "with the application's own keys)");
+         if (prefix.size() > 256) {
+           v.fail("is " + std::to_string(prefix.size()) + " bytes long; use at most 256 bytes");
+         }
+         c.lock.key_prefix = std::move(prefix);
+       }},
+      {"watchdog_timeout_ms",
+       [](const Value& v, Config& c) {
+         // A lease under 100 ms leaves too little time to renew it every lease/3.
+         c.lock.watchdog_timeout = v.millis(100, 86400000);
+       }},
+      {"wait_ms", [](const Value& v, Config& c) { c.lock.wait = v.millis(0, 86400000); }},
+      {"max_key_bytes",
+       [](const Value& v, Config& c) {
+         c.lock.max_key_bytes = static_cast<std::size_t>(v.integer(1, 1048576, "a number of bytes"));
+       }},
+  };
+  return settings;
+}
+
+const Settings& logging_settings() {
+  static const Settings settings{
+      {"level",
+       [](const Value& v, Config& c) {
+         std::string level = v.text();
+         if (!detail::log_level_from_name(level)) {
+           v.fail("\"" + level + "\" is not a log level; use one of " +
+                  std::string(detail::log_level_names));
+         }
+         std::transform(level.begin(), level.end(), level.begin(),
+                        [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+         c.logging.level = std::move(level);
+       }},
+  };
+  return settings;
+}
+
+std::vector<std::string_view> names_of(const Settings& settings) {
+  std::vector<std::string_view> names;
+  for (const auto& setting : settings) names.push_back(setting.name);
+  return names;
+}
+
+// A url already says host, port, user, password and database; a second source
+// for the same thing would leave the reader guessing which one wins.
+void reject_url_conflicts(const std::vector<Entry>& entries, const Source& source) {
+  const auto url = std::find_if(entries.begin(), entries.end(),
+                                [](const Entry& e) { return e.key.Scalar() == "url"; });
+  if (url == entries.end()) return;
+  for (const auto& entry : entries) {
+    const std::string& name = entry.key.Scalar();
+    if (name == "host" || name == "port" || name == "username" || name == "password" ||
+        name == "database") {
+      source.fail(entry.line(),
+                  entry.path + ": cannot be combined with redis.url (line " +
+                      std::to_string(url->line()) +
+                      "); use one or the other: put it in the url, or drop the url and use "
+                      "host, port, username, password and database");
+    }
+  }
+}
+
+void read_section(const Entry& section, const Settings& settings, const Source& source,
+                  Config& config) {
+  // `redis:` with nothing under it is an empty section: all defaults.
+  if (section.value.IsNull()) return;
+  if (!section.value.IsMap()) {
+    source.fail(section.line(), section.path + ": expected a map of settings (name: value), got " +
+                                    kind_of(section.value));
+  }
+  const auto entries = entries_of(section.value, section.path, source);
+  if (section.path == "redis") reject_url_conflicts(entries, source);
+  for (const auto& entry : entries) {
+    const auto setting = std::find_if(settings.begin(), settings.end(), [&](const Setting& s) {
+      return s.name == entry.key.Scalar();
+    });
+    if (setting == settings.end()) {
+      const auto known = names_of(settings);
+      source.fail(entry.line(), entry.path + ": unknown setting" +
+                                    unknown_name_hint(entry.key.Scalar(), known) +
+                                    "; known settings in " + section.path + ": " + join(known));
+    }
+    // A setting written without a value (`port:`) keeps its default.
+    if (entry.value.IsNull()) continue;
+    setting->apply(Value(entry, source), config);
+  }
+}
+
+void read_document(const YAML::Node& root, const Source& source, Config& config) {
+  if (root.IsNull()) return;  // an empty file: all defaults
+  if (!root.IsMap()) {
+    source.fail(root, "expected a map of sections (redis, lock, logging) at the top level, got " +
+                          kind_of(root));
+  }
+  static const std::vector<std::pair<std::string_view, const Settings*>> sections{
+      {"redis", &redis_settings()}, {"lock", &lock_settings()}, {"logging", &logging_settings()}};
+  for (const auto& entry : entries_of(root, "", source)) {
+    const auto section = std::find_if(sections.begin(), sections.end(),
+                                      [&](const auto& s) { return s.first == entry.path; });
+    if (section == sections.end()) {
+      const std::vector<std::string_view> known{"redis", "lock", "logging"};
+      source.fail(entry.line(), entry.path + ": unknown section" +
+                                    unknown_name_hint(entry.path, known) +
+                                    "; known sections: " + join(known));
+    }
+    read_section(entry, *section->second, source, config);
+  }
+}
+
+// The environment wins over the file, so a deployment can point the same
+// file at another server or inject a secret. An empty variable counts as unset.
+void apply_environment(const Source& source, Config& config) {
+  const auto variable = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value == nullptr ? std::string() : std::string(value);
+  };
+  if (const auto host = variable("DLOCK_REDIS_HOST"); !host.empty()) config.redis.host = host;
+  if (const auto port = variable("DLOCK_REDIS_PORT"); !port.empty()) {
+    try {
+      config.redis.port = static_cast<int>(
+          detail::parse_integer(port, detail::min_port, detail::max_port, "a port number"));
+    } catch (const InvalidValue& e) {
+      source.fail(1, std::string("environment variable DLOCK_REDIS_PORT (overrides redis.port): ") +
+                         e.what() + "; fix or unset it");
+    }
+  }
+  if (const auto password = variable("DLOCK_REDIS_PASSWORD"); !password.empty()) {
+    config.redis.password = password;
+  }
+}
+
+// Reads the whole file with POSIX calls, which report why a read failed
+// (errno) where an ifstream only says that it did.
+std::string read_file(const std::filesystem::path& path, const Source& source) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    source.fail(1, std::string("cannot open the config file: ") + std::strerror(errno) +
+                       "; check the path given for the dlock config");
+  }
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      source.fail(1, std::string("cannot read the config file: ") + std::strerror(error) +
+                         "; give the path of a readable YAML file");
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > max_file_bytes) {
+      ::close(fd);
+      source.fail(1, "the config file is larger than 1 MiB; a dlock config is a few lines, "
+                     "so check that the path names the right file");
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+// yaml-cpp reports an indentation tab as "illegal map value" and the like,
+// which does not say what to change.
+std::string tab_hint(const std::string& text, int line) {
+  std::size_t start = 0;
+  for (int i = 0; i < line && start != std::string::npos; ++i) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  if (line < 0 || start == std::string::npos) return "";
+  const std::size_t indent_end = text.find_first_not_of(" \t", start);
+  const bool tab_in_indent =
+      text.find('\t', start) < std::min(indent_end, text.find('\n', start));
+  return tab_in_indent ? " (this line is indented with a tab; YAML allows only spaces)" : "";
+}
+
+}  // namespace
+
+Config load_config(const std::filesystem::path& yaml) {
+  const Source source(yaml.string());
+  Config config;
+  std::string text;
+  try {
+    text = read_file(yaml, source);
+    const auto documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      source.fail(documents[1],
+                  "a second YAML document (after \"---\"); put all settings in one document");
+    }
+    if (!documents.empty()) read_document(documents.front(), source, config);
+    apply_environment(source, config);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const YAML::Exception& e) {
+    // ParserException and friends: the mark is 0-based, or -1 when unknown.
+    source.fail(e.mark.line + 1, "malformed YAML: " + e.msg + tab_hint(text, e.mark.line));
+  } catch (const std::exception& e) {
+    source.fail(1, std::string("cannot load the config file: ") + e.what());
+  }
+  return config;
+}
+
+}  // namespace dlock

@@ -1,0 +1,38 @@
+#pragma once
+// Small helpers shared by the tests: a lock service wired to a test server,
+// and a bounded wait for a condition.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "dlock/dlock.hpp"
+#include "redis_server.hpp"
+
+namespace dlock::test {
+
+// A service built by the real factory against `redis`; `tweak` may change the config first.
+inline std::shared_ptr<RedisLockService> make_service(const RedisServer& redis,
+                                                      const std::function<void(Config&)>& tweak = {}) {
+  Config config = redis.config();
+  if (tweak) tweak(config);
+  return make_lock_service(config);
+}
+
+// Polls `condition` until it holds or `timeout` passes; returns its last value.
+inline bool eventually(const std::function<bool()>& condition,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return condition();
+}
+
+inline long long elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace dlock::test

@@ -1,0 +1,409 @@
+// YAML → Config: what a user writes in the file, what they get, and the
+// messages they see when they get it wrong. No Redis server is needed.
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <spdlog/spdlog.h>
+
+#include "dlock/config.hpp"
+#include "dlock/errors.hpp"
+#include "dlock/logging.hpp"
+#include "redis_server.hpp"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// A directory of its own per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "dlock-config-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  fs::path write(const std::string& yaml, const std::string& name = "cfg.yaml") const {
+    const fs::path file = path_ / name;
+    std::ofstream(file, std::ios::binary) << yaml;
+    return file;
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Sets (or with nullopt unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
+    if (const char* old = ::getenv(name_.c_str())) old_ = old;
+    if (value) {
+      ::setenv(name_.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// The overrides cleared, so a developer's shell does not change the results.
+struct NoOverrides {
+  ScopedEnv host{"DLOCK_REDIS_HOST", std::nullopt};
+  ScopedEnv port{"DLOCK_REDIS_PORT", std::nullopt};
+  ScopedEnv password{"DLOCK_REDIS_PASSWORD", std::nullopt};
+};
+
+// The message of the ConfigError that loading `yaml` throws.
+std::string error_of(const fs::path& file) {
+  try {
+    dlock::load_config(file);
+  } catch (const dlock::ConfigError& e) {
+    return e.what();
+  }
+  FAIL("load_config(" << file << ") did not throw ConfigError");
+  return {};
+}
+
+std::string at(const fs::path& file, int line) { return file.string() + ":" + std::to_string(line) + ": "; }
+
+}  // namespace
+
+TEST_CASE("an empty file gives the documented defaults") {
+  NoOverrides env;
+  TempDir dir;
+  for (const std::string text : {"", "# only a comment\n", "---\n", "redis:\nlock:\n"}) {
+    const auto config = dlock::load_config(dir.write(text));
+    CHECK(config.redis.host == "127.0.0.1");
+    CHECK(config.redis.port == 6379);
+    CHECK(config.redis.username.empty());
+    CHECK(config.redis.password.empty());
+    CHECK(config.redis.database == 0);
+    CHECK(config.redis.connect_timeout == dlock::Millis(1000));
+    CHECK(config.redis.command_timeout == dlock::Millis(1000));
+    CHECK(config.redis.pool_size == 8);
+    CHECK(config.lock.key_prefix == "dlock:");
+    CHECK(config.lock.watchdog_timeout == dlock::Millis(30000));
+    CHECK(config.lock.wait == dlock::Millis(0));
+    CHECK(config.lock.max_key_bytes == 1024);
+    CHECK(config.logging.level == "info");
+  }
+}
+
+TEST_CASE("every setting in the file reaches the config") {
+  NoOverrides env;
+  TempDir dir;
+  const auto config = dlock::load_config(dir.write(R"(
+redis:
+  host: redis.internal
+  port: 6390
+  username: app
+  password: "p#ss: word"
+  database: 3
+  connect_timeout_ms: 250
+  command_timeout_ms: 500
+  pool_size: 16
+lock:
+  key_prefix: "shop:lock:"
+  watchdog_timeout_ms: 10000
+  wait_ms: 2500
+  max_key_bytes: 64
+logging:
+  level: DEBUG
+)"));
+  CHECK(config.redis.host == "redis.internal");
+  CHECK(config.redis.port == 6390);
+  CHECK(config.redis.username == "app");
+  CHECK(config.redis.password == "p#ss: word");
+  CHECK(config.redis.database == 3);
+  CHECK(config.redis.connect_timeout == dlock::Millis(250));
+  CHECK(config.redis.command_timeout == dlock::Millis(500));
+  CHECK(config.redis.pool_size == 16);
+  CHECK(config.lock.key_prefix == "shop:lock:");
+  CHECK(config.lock.watchdog_timeout == dlock::Millis(10000));
+  CHECK(config.lock.wait == dlock::Millis(2500));
+  CHECK(config.lock.max_key_bytes == 64);
+  CHECK(config.logging.level == "debug");
+}
+
+TEST_CASE("a setting written without a value keeps its default") {
+  NoOverrides env;
+  TempDir dir;
+  const auto config = dlock::load_config(dir.write("redis:\n  port:\n  password: ~\n"));
+  CHECK(config.redis.port == 6379);
+  CHECK(config.redis.password.empty());
+}
+
+TEST_CASE("a redis url gives user, password, host, port and database") {
+  NoOverrides env;
+  TempDir dir;
+  auto config = dlock::load_config(
+      dir.write("redis:\n  url: redis://app:s%40cret@cache.local:6380/5\n  pool_size: 4\n"));
+  CHECK(config.redis.username == "app");
+  CHECK(config.redis.password == "s@cret");
+  CHECK(config.redis.host == "cache.local");
+  CHECK(config.redis.port == 6380);
+  CHECK(config.redis.database == 5);
+  CHECK(config.redis.pool_size == 4);
+
+  config = dlock::load_config(dir.write("redis:\n  url: redis://:only-pass@10.0.0.7\n"));
+  CHECK(config.redis.username.empty());
+  CHECK(config.redis.password == "only-pass");
+  CHECK(config.redis.host == "10.0.0.7");
+  CHECK(config.redis.port == 6379);
+  CHECK(config.redis.database == 0);
+
+  config = dlock::load_config(dir.write("redis:\n  url: redis://[::1]:7000\n"));
+  CHECK(config.redis.host == "::1");
+  CHECK(config.redis.port == 7000);
+}
+
+TEST_CASE("a redis url together with host is refused") {
+  NoOverrides env;
+  TempDir dir;
+  const auto file = dir.write("redis:\n  url: redis://cache.local\n  host: other\n");
+  const auto message = error_of(file);
+  CHECK_THAT(message, StartsWith(at(file, 3) + "redis.host: cannot be combined with redis.url (line 2)"));
+  CHECK_THAT(message, Contains("use one or the other"));
+}
+
+TEST_CASE("a rediss url is refused because TLS is unsupported") {
+  TempDir dir;
+  const auto file = dir.write("redis:\n  url: rediss://u:secret@cache.local:6380\n");
+  const auto message = error_of(file);
+  CHECK_THAT(message, StartsWith(at(file, 2) + "redis.url: rediss:// (TLS) is not supported"));
+  CHECK_THAT(message, !Contains("secret"));
+}
+
+TEST_CASE("a malformed redis url names the part that is wrong") {
+  TempDir dir;
+  const auto file = dir.write("redis:\n  url: redis://cache.local:http\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "redis.url: the port: expected a port number"));
+}
+
+TEST_CASE("${VAR} and ${VAR:-default} are expanded in values") {
+  NoOverrides env;
+  ScopedEnv host("DLOCK_TEST_HOST", "from-env");
+  ScopedEnv unset("DLOCK_TEST_UNSET", std::nullopt);
+  ScopedEnv empty("DLOCK_TEST_EMPTY", "");
+  TempDir dir;
+  const auto config = dlock::load_config(dir.write(R"(
+redis:
+  host: ${DLOCK_TEST_HOST}
+  port: ${DLOCK_TEST_UNSET:-6391}
+  username: ${DLOCK_TEST_EMPTY:-fallback}
+  password: "a#b:${DLOCK_TEST_HOST}$"
+lock:
+  key_prefix: "${DLOCK_TEST_EMPTY:-app}:${DLOCK_TEST_HOST}:"
+)"));
+  CHECK(config.redis.host == "from-env");
+  CHECK(config.redis.port == 6391);
+  CHECK(config.redis.username == "fallback");
+  CHECK(config.redis.password == "a#b:from-env$");
+  CHECK(config.lock.key_prefix == "app:from-env:");
+}
+
+TEST_CASE("an unset ${VAR} without default names the variable and the setting") {
+  ScopedEnv unset("DLOCK_TEST_UNSET", std::nullopt);
+  TempDir dir;
+  const auto file = dir.write("redis:\n  host: h\n  password: ${DLOCK_TEST_UNSET}\n");
+  const auto message = error_of(file);
+  CHECK_THAT(message, StartsWith(at(file, 3) + "redis.password: environment variable DLOCK_TEST_UNSET is not set"));
+  CHECK_THAT(message, Contains("${DLOCK_TEST_UNSET:-default}"));
+}
+
+TEST_CASE("DLOCK_REDIS_HOST, PORT and PASSWORD override the file") {
+  TempDir dir;
+  const auto file = dir.write("redis:\n  host: from-file\n  port: 6000\n  password: file-secret\n");
+  {
+    ScopedEnv host("DLOCK_REDIS_HOST", "from-env");
+    ScopedEnv port("DLOCK_REDIS_PORT", "6401");
+    ScopedEnv password("DLOCK_REDIS_PASSWORD", "env-secret");
+    const auto config = dlock::load_config(file);
+    CHECK(config.redis.host == "from-env");
+    CHECK(config.redis.port == 6401);
+    CHECK(config.redis.password == "env-secret");
+  }
+  // Empty counts as unset, so an exported-but-blank variable cannot wipe the file's value.
+  ScopedEnv host("DLOCK_REDIS_HOST", "");
+  ScopedEnv port("DLOCK_REDIS_PORT", "");
+  ScopedEnv password("DLOCK_REDIS_PASSWORD", "");
+  const auto config = dlock::load_config(file);
+  CHECK(config.redis.host == "from-file");
+  CHECK(config.redis.port == 6000);
+  CHECK(config.redis.password == "file-secret");
+}
+
+TEST_CASE("a bad DLOCK_REDIS_PORT names that variable") {
+  NoOverrides env;
+  ScopedEnv port("DLOCK_REDIS_PORT", "six");
+  TempDir dir;
+  const auto file = dir.write("");
+  const auto message = error_of(file);
+  CHECK_THAT(message, StartsWith(at(file, 1)));
+  CHECK_THAT(message, Contains("DLOCK_REDIS_PORT"));
+  CHECK_THAT(message, Contains("\"six\""));
+}
+
+TEST_CASE("a missing file is reported with its path") {
+  TempDir dir;
+  const auto file = dir.path() / "absent.yaml";
+  CHECK(error_of(file) == at(file, 1) +
+                              "cannot open the config file: No such file or directory; check the "
+                              "path given for the dlock config");
+}
+
+TEST_CASE("a path that cannot be read as a file is reported") {
+  // A directory: root ignores file permissions, so chmod 000 would not fail.
+  TempDir dir;
+  CHECK_THAT(error_of(dir.path()), StartsWith(at(dir.path(), 1) + "cannot read the config file: Is a directory"));
+}
+
+TEST_CASE("a file over 1 MiB is refused") {
+  TempDir dir;
+  const auto file = dir.write("# " + std::string(1024 * 1024, 'x') + "\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 1) + "the config file is larger than 1 MiB"));
+}
+
+TEST_CASE("malformed YAML is reported at its line") {
+  TempDir dir;
+  const auto file = dir.write("redis:\n  host: a\n  port: [1,\nlock:\n  wait_ms: 1\n");
+  const auto message = error_of(file);
+  CHECK_THAT(message, Contains(": malformed YAML: "));
+  CHECK_THAT(message, StartsWith(file.string() + ":"));
+  const auto bad_indent = dir.write("redis:\n  host: a\n    port: 1\n", "indent.yaml");
+  CHECK_THAT(error_of(bad_indent), StartsWith(at(bad_indent, 3) + "malformed YAML: "));
+  const auto tab = dir.write("redis:\n\thost: a\n", "tab.yaml");
+  CHECK_THAT(error_of(tab), StartsWith(at(tab, 2) + "malformed YAML: ") &&
+                                Contains("indented with a tab; YAML allows only spaces"));
+  const auto two = dir.write("lock:\n  wait_ms: 1\n---\nlock:\n  wait_ms: 2\n", "two.yaml");
+  CHECK_THAT(error_of(two), StartsWith(at(two, 4) + "a second YAML document"));
+}
+
+TEST_CASE("an unknown setting lists the known ones and suggests the likely one") {
+  TempDir dir;
+  const auto file = dir.write("redis:\n  hots: 127.0.0.1\n");
+  const auto message = error_of(file);
+  CHECK_THAT(message, StartsWith(at(file, 2) + "redis.hots: unknown setting (did you mean host?)"));
+  CHECK_THAT(message, Contains("known settings in redis: url, host, port, username, password"));
+}
+
+TEST_CASE("an unknown section lists the known ones") {
+  TempDir dir;
+  const auto file = dir.write("lock:\n  wait_ms: 1\nlogs:\n  level: info\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 3) + "logs: unknown section (did you mean lock?); "
+                                                      "known sections: redis, lock, logging"));
+}
+
+TEST_CASE("a section that is not a map is refused") {
+  TempDir dir;
+  const auto file = dir.write("redis: localhost\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 1) + "redis: expected a map of settings"));
+  const auto list = dir.write("- redis\n", "list.yaml");
+  CHECK_THAT(error_of(list), StartsWith(at(list, 1) + "expected a map of sections"));
+}
+
+TEST_CASE("a map or list where a value belongs is refused") {
+  TempDir dir;
+  const auto file = dir.write("redis:\n  host:\n    name: a\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "redis.host: expected a single value, got a map"));
+  const auto list = dir.write("lock:\n  wait_ms: [1, 2]\n", "list.yaml");
+  CHECK_THAT(error_of(list), StartsWith(at(list, 2) + "lock.wait_ms: expected a single value, got a list"));
+}
+
+TEST_CASE("a word or a boolean where a number belongs is refused") {
+  TempDir dir;
+  auto file = dir.write("lock:\n  key_prefix: x\n\n  wait_ms: soon\n");
+  CHECK(error_of(file) ==
+        at(file, 4) + "lock.wait_ms: expected an integer number of milliseconds, got \"soon\"");
+  file = dir.write("redis:\n  port: true\n");
+  CHECK(error_of(file) == at(file, 2) + "redis.port: expected a port number, got \"true\"");
+  file = dir.write("redis:\n  pool_size: 2.5\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "redis.pool_size: expected a number of connections"));
+}
+
+TEST_CASE("out-of-range, negative and overflowing numbers are refused with the range") {
+  TempDir dir;
+  auto file = dir.write("redis:\n  host: h\n  port: 70000\n");
+  CHECK(error_of(file) == at(file, 3) + "redis.port: 70000 is out of range 1..65535");
+  file = dir.write("redis:\n  port: 99999999999999999999\n");
+  CHECK(error_of(file) == at(file, 2) + "redis.port: 99999999999999999999 is out of range 1..65535");
+  file = dir.write("lock:\n  wait_ms: -1\n");
+  CHECK(error_of(file) == at(file, 2) + "lock.wait_ms: -1 is out of range 0..86400000");
+  file = dir.write("lock:\n  watchdog_timeout_ms: 50\n");
+  CHECK(error_of(file) == at(file, 2) + "lock.watchdog_timeout_ms: 50 is out of range 100..86400000");
+  file = dir.write("redis:\n  pool_size: 0\n");
+  CHECK(error_of(file) == at(file, 2) + "redis.pool_size: 0 is out of range 1..1024");
+}
+
+TEST_CASE("an empty key prefix is refused") {
+  TempDir dir;
+  const auto file = dir.write("lock:\n  key_prefix: \"\"\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "lock.key_prefix: must not be empty"));
+}
+
+TEST_CASE("a setting given twice is refused with both lines") {
+  TempDir dir;
+  const auto file = dir.write("redis:\n  port: 6379\n  host: h\n  port: 6380\n");
+  CHECK(error_of(file) == at(file, 4) + "redis.port: set twice (first at line 2); keep one of them");
+}
+
+TEST_CASE("an unknown log level lists the accepted ones") {
+  TempDir dir;
+  const auto file = dir.write("logging:\n  level: verbose\n");
+  CHECK(error_of(file) == at(file, 2) + "logging.level: \"verbose\" is not a log level; use one of "
+                                        "trace, debug, info, warn, error, off");
+}
+
+TEST_CASE("the shipped config files load") {
+  NoOverrides env;
+  const auto config = dlock::load_config(dlock::test::source_dir() / "config/dlock.yaml");
+  CHECK(config.redis.port == 6379);
+  const auto example = dlock::load_config(dlock::test::source_dir() / "config/dlock.example.yaml");
+  CHECK(example.lock.key_prefix == "dlock:");
+}
+
+TEST_CASE("make_logger returns the dlock logger at the configured level") {
+  auto logger = dlock::make_logger({"warn"});
+  REQUIRE(logger);
+  CHECK(logger->name() == "dlock");
+  CHECK(logger->level() == spdlog::level::warn);
+  CHECK(spdlog::get("dlock") == logger);
+
+  auto again = dlock::make_logger({"debug"});
+  CHECK(again == logger);
+  CHECK(logger->level() == spdlog::level::debug);
+}
+
+TEST_CASE("make_logger rejects an unknown level") {
+  CHECK_THROWS_MATCHES(dlock::make_logger({"loud"}), dlock::ConfigError,
+                       Catch::Matchers::Message("logging.level: \"loud\" is not a log level; use one "
+                                                "of trace, debug, info, warn, error, off"));
+}

@@ -1,0 +1,100 @@
+// The watchdog renews held locks, leaves fixed leases alone, and tells a
+// holder that lost its lock.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "services.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::shared_ptr<dlock::RedisLockService> short_lease_service(const dlock::test::RedisServer& redis, int lease_ms) {
+  return dlock::test::make_service(redis, [lease_ms](dlock::Config& c) { c.lock.watchdog_timeout = dlock::Millis(lease_ms); });
+}
+
+}  // namespace
+
+TEST_CASE("the watchdog keeps a held lock past three times its lease", "[watchdog]") {
+  dlock::test::RedisServer redis;
+  auto service = short_lease_service(redis, 600);
+  auto other = dlock::test::make_service(redis);
+  auto guard = service->lock("long-job");
+  std::this_thread::sleep_for(2000ms);  // > 3 × 600 ms
+  CHECK(guard);
+  CHECK_FALSE(guard.lost());
+  CHECK(redis.run({"EXISTS", "dlock:{long-job}"}) == "1");
+  long long pttl = std::stoll(redis.run({"PTTL", "dlock:{long-job}"}));
+  CHECK(pttl > 0);
+  CHECK(pttl <= 600);
+  CHECK_FALSE(other->try_lock("long-job"));
+  CHECK(service->watched_locks() == 1);
+  guard.unlock();
+  CHECK(service->watched_locks() == 0);
+}
+
+TEST_CASE("a fixed lease is never renewed and expires", "[watchdog]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto guard = service->lock("fixed", {.lease = 300ms});
+  long long pttl = std::stoll(redis.run({"PTTL", "dlock:{fixed}"}));
+  CHECK(pttl > 0);
+  CHECK(pttl <= 300);
+  CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{fixed}"}) == "0"; }, 3000ms));
+  CHECK(guard.lost());
+  CHECK(guard.remaining() == 0ms);
+}
+
+TEST_CASE("deleting the key behind a holder marks it lost and calls on_lost within a renewal period", "[watchdog]") {
+  dlock::test::RedisServer redis;
+  auto service = short_lease_service(redis, 900);
+  std::mutex mutex;
+  std::vector<std::string> lost_keys;
+  service->on_lost([&](const std::string& key) {
+    std::lock_guard lock(mutex);
+    lost_keys.push_back(key);
+  });
+  auto guard = service->lock("victim");
+  auto stop = guard.stop_token();
+  CHECK_FALSE(stop.stop_requested());
+  redis.run({"DEL", "dlock:{victim}"});
+  auto deleted_at = std::chrono::steady_clock::now();
+
+  REQUIRE(dlock::test::eventually([&] { return guard.lost(); }, 3000ms));
+  // One renewal period is 300 ms; allow scheduling slack on shared cores.
+  CHECK(dlock::test::elapsed_ms(deleted_at) < 300 + 700);
+  CHECK(stop.stop_requested());
+  CHECK_FALSE(guard);
+  CHECK_THROWS_AS(guard.check(), dlock::LockLostError);
+  REQUIRE(dlock::test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return !lost_keys.empty();
+  }));
+  std::lock_guard lock(mutex);
+  CHECK(lost_keys == std::vector<std::string>{"victim"});
+}
+
+TEST_CASE("the watchdog renews many locks of one service", "[watchdog]") {
+  dlock::test::RedisServer redis;
+  auto service = short_lease_service(redis, 600);
+  std::vector<dlock::LockGuard> guards;
+  for (int i = 0; i < 200; ++i) guards.push_back(service->lock("many:" + std::to_string(i)));
+  std::this_thread::sleep_for(1500ms);
+  int alive = 0;
+  for (auto& guard : guards) alive += guard ? 1 : 0;
+  CHECK(alive == 200);
+  CHECK(redis.run({"EXISTS", "dlock:{many:0}", "dlock:{many:199}"}) == "2");
+}
+
+TEST_CASE("remaining() reports the validity left by the local clock", "[watchdog]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto guard = service->lock("k", {.lease = 5000ms});
+  CHECK(guard.remaining() > 3000ms);
+  CHECK(guard.remaining() <= 5000ms);
+  dlock::LockGuard empty;
+  CHECK(empty.remaining() == 0ms);
+}
