@@ -1,0 +1,153 @@
+// A flash sale: buyers on many threads (and processes) each try to buy one
+// unit of a SKU. The stock is a plain Redis string read with GET and written
+// with SET — deliberately not atomic — so only the distributed lock keeps the
+// sale from overselling. Run it with --no-lock to see the oversell it prevents.
+//
+//   flash_sale --config config/dlock.yaml --sku SKU-1 --stock 100 --buyers 300 --threads 8 --processes 2 --reset
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "example_flags.hpp"
+
+namespace {
+
+const char* const kUsage =
+    "usage: flash_sale [--config FILE] [--sku SKU] [--stock N] [--buyers B] [--threads T] [--processes P]\n"
+    "                  [--reset] [--no-lock]\n"
+    "  --config FILE    dlock YAML config (default config/dlock.yaml)\n"
+    "  --sku SKU        the product on sale (default SKU-1); stock lives at Redis key stock:SKU\n"
+    "  --stock N        units on sale, set only if the sale does not exist yet (default 100)\n"
+    "  --buyers B       orders each process places (default 300)\n"
+    "  --threads T      buyer threads per process (default 8)\n"
+    "  --processes P    buyer processes to fork (default 1)\n"
+    "  --reset          start the sale afresh: stock N, nothing sold\n"
+    "  --no-lock        deduct without the lock, to show the oversell\n";
+
+struct Sale {
+  std::string stock_key, sold_key, initial_key;
+};
+
+long long integer_of(const dlock::RedisReply& reply) { return reply.is_nil() ? 0 : std::stoll(reply.str); }
+
+// One order: read the stock, and if any is left write it back one lower.
+bool buy_one(dlock::RedisExecutor& redis, const Sale& sale) {
+  long long stock = integer_of(redis.command({"GET", sale.stock_key}));
+  if (stock <= 0) return false;
+  redis.command({"SET", sale.stock_key, std::to_string(stock - 1)});
+  redis.command({"INCR", sale.sold_key});
+  return true;
+}
+
+// Runs this process' buyers; returns {accepted, refused}.
+std::pair<long long, long long> run_buyers(const dlock::Config& config, const Sale& sale, const std::string& sku,
+                                           long long buyers, long long threads, bool use_lock) {
+  auto service = dlock::make_lock_service(config);
+  dlock::set_default_lock_service(service);
+  auto redis = std::make_shared<dlock::HiredisExecutor>(config.redis);
+  redis->connect();
+
+  std::atomic<long long> next{0}, accepted{0}, refused{0};
+  std::vector<std::thread> workers;
+  for (long long t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      while (next.fetch_add(1) < buyers) {
+        bool bought = false;
+        if (use_lock) {
+          WITH_DISTRIBUTED_LOCK_OPTS("stock:" + sku, (dlock::LockOptions{.wait = std::chrono::seconds(30)})) {
+            bought = buy_one(*redis, sale);
+          }
+        } else {
+          bought = buy_one(*redis, sale);
+        }
+        (bought ? accepted : refused).fetch_add(1);
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  dlock::set_default_lock_service(nullptr);
+  return {accepted.load(), refused.load()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  example::Flags flags(argc, argv, {"--config", "--sku", "--stock", "--buyers", "--threads", "--processes"},
+                       {"--reset", "--no-lock"}, kUsage);
+  const std::string sku = flags.text("--sku", "SKU-1");
+  const long long stock = flags.number("--stock", 100, 0);
+  const long long buyers = flags.number("--buyers", 300, 0);
+  const long long threads = flags.number("--threads", 8, 1);
+  const long long processes = flags.number("--processes", 1, 1);
+  const bool use_lock = !flags.has("--no-lock");
+  const Sale sale{"stock:" + sku, "sold:" + sku, "stock:" + sku + ":initial"};
+
+  try {
+    const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
+    {
+      dlock::HiredisExecutor redis(config.redis);
+      redis.connect();
+      if (flags.has("--reset")) redis.command({"DEL", sale.stock_key, sale.sold_key, sale.initial_key});
+      // SET NX: separately started processes join the same sale instead of restocking it.
+      redis.command({"SET", sale.stock_key, std::to_string(stock), "NX"});
+      redis.command({"SET", sale.initial_key, std::to_string(stock), "NX"});
+    }
+    std::cout << "flash sale of " << sku << ": " << processes << " process(es) x " << threads << " thread(s), "
+              << buyers << " order(s) each, " << (use_lock ? "WITH the distributed lock" : "WITHOUT a lock")
+              << std::endl;
+
+    std::vector<pid_t> children;
+    for (long long p = 1; p < processes; ++p) {
+      std::fflush(nullptr);
+      pid_t child = ::fork();  // before this process starts any thread
+      if (child < 0) throw std::runtime_error("fork failed");
+      if (child == 0) {
+        auto [accepted, refused] = run_buyers(config, sale, sku, buyers, threads, use_lock);
+        std::cout << "process " << ::getpid() << ": accepted=" << accepted << " refused=" << refused << std::endl;
+        std::_Exit(0);
+      }
+      children.push_back(child);
+    }
+    auto [accepted, refused] = run_buyers(config, sale, sku, buyers, threads, use_lock);
+    std::cout << "process " << ::getpid() << ": accepted=" << accepted << " refused=" << refused << std::endl;
+    bool children_ok = true;
+    for (pid_t child : children) {
+      int status = 0;
+      ::waitpid(child, &status, 0);
+      children_ok = children_ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+
+    dlock::HiredisExecutor redis(config.redis);
+    redis.connect();
+    const long long final_stock = integer_of(redis.command({"GET", sale.stock_key}));
+    const long long sold = integer_of(redis.command({"GET", sale.sold_key}));
+    const long long initial = integer_of(redis.command({"GET", sale.initial_key}));
+    const long long oversold = sold > initial ? sold - initial : 0;
+    std::cout << "final_stock=" << final_stock << " sold=" << sold << " oversold=" << oversold << std::endl;
+    if (!children_ok) {
+      std::cerr << "error: a buyer process failed\n";
+      return 1;
+    }
+    if (use_lock && oversold > 0) {
+      std::cerr << "error: oversold " << oversold << " unit(s) with the lock on\n";
+      return 1;
+    }
+    return 0;
+  } catch (const dlock::ConfigError& e) {
+    std::cerr << "config error: " << e.what() << "\n";
+    return 78;
+  } catch (const dlock::ConnectionError& e) {
+    std::cerr << "redis unreachable: " << e.what() << "\n";
+    return 69;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,99 @@
+// The examples, run as a user runs them, against a throwaway Redis.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+
+#include "services.hpp"
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string output;
+};
+
+Run run(const std::string& command) {
+  Run result;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
+  int status = ::pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// A config file naming the test server, as a user would write it.
+std::string config_for(const dlock::test::RedisServer& redis) {
+  std::string path = "/tmp/dlock-example-" + std::to_string(redis.port()) + ".yaml";
+  std::ofstream(path) << "redis:\n  host: 127.0.0.1\n  port: " << redis.port() << "\nlogging:\n  level: warn\n";
+  return path;
+}
+
+long long field(const std::string& output, const std::string& name) {
+  std::smatch match;
+  REQUIRE(std::regex_search(output, match, std::regex(name + "=(-?[0-9]+)")));
+  return std::stoll(match[1]);
+}
+
+}  // namespace
+
+TEST_CASE("flash_sale with the lock sells exactly its stock across processes", "[examples]") {
+  dlock::test::RedisServer redis;
+  auto result = run(std::string(FLASH_SALE_BIN) + " --config " + config_for(redis) +
+                    " --sku T1 --stock 60 --buyers 80 --threads 6 --processes 2 --reset");
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(field(result.output, "final_stock") == 0);
+  CHECK(field(result.output, "sold") == 60);
+  CHECK(field(result.output, "oversold") == 0);
+  CHECK(redis.run({"GET", "stock:T1"}) == "0");
+}
+
+TEST_CASE("flash_sale processes started separately share one sale", "[examples]") {
+  dlock::test::RedisServer redis;
+  const std::string base = std::string(FLASH_SALE_BIN) + " --config " + config_for(redis) + " --sku T2 --threads 4";
+  auto first = run(base + " --stock 50 --buyers 30 --reset");
+  auto second = run(base + " --stock 999 --buyers 30");  // joins: the stock is not reset
+  INFO(first.output << second.output);
+  CHECK(first.status == 0);
+  CHECK(second.status == 0);
+  CHECK(field(second.output, "sold") == 50);
+  CHECK(field(second.output, "final_stock") == 0);
+  CHECK(field(second.output, "accepted") == 20);
+}
+
+TEST_CASE("flash_sale rejects an unknown option with usage and exit 64", "[examples]") {
+  auto result = run(std::string(FLASH_SALE_BIN) + " --bogus");
+  CHECK(result.status == 64);
+  CHECK_THAT(result.output, Catch::Contains("usage: flash_sale"));
+}
+
+TEST_CASE("flash_sale reports an unreachable Redis with exit 69", "[examples]") {
+  std::string path = "/tmp/dlock-example-unreachable.yaml";
+  std::ofstream(path) << "redis:\n  port: " << dlock::test::free_loopback_port() << "\n";
+  auto result = run(std::string(FLASH_SALE_BIN) + " --config " + path);
+  CHECK(result.status == 69);
+  CHECK_THAT(result.output, Catch::Contains("127.0.0.1"));
+}
+
+TEST_CASE("nested_reentrant prints hold counts 1, 2, 1, 0 and keeps out a second instance", "[examples]") {
+  dlock::test::RedisServer redis;
+  auto result = run(std::string(NESTED_REENTRANT_BIN) + " --config " + config_for(redis));
+  INFO(result.output);
+  CHECK(result.status == 0);
+  std::vector<std::string> counts;
+  std::regex pattern("hold_count=([0-9]+)");
+  for (auto it = std::sregex_iterator(result.output.begin(), result.output.end(), pattern); it != std::sregex_iterator();
+       ++it) {
+    counts.push_back((*it)[1]);
+  }
+  CHECK(counts == std::vector<std::string>{"1", "2", "1", "0"});
+  CHECK_THAT(result.output, Catch::Contains("during the outer hold: refused"));
+  CHECK_THAT(result.output, Catch::Contains("after the release: acquired"));
+}
