@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "example_errors.hpp"
 #include "example_flags.hpp"
 
 namespace {
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
   const bool use_lock = !flags.has("--no-lock");
   const Sale sale{"stock:" + sku, "sold:" + sku, "stock:" + sku + ":initial"};
 
-  try {
+  return example::run_reporting_errors([&] {
     const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
     {
       dlock::HiredisExecutor redis(config.redis);
@@ -140,14 +141,5 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
-  } catch (const dlock::ConfigError& e) {
-    std::cerr << "config error: " << e.what() << "\n";
-    return 78;
-  } catch (const dlock::ConnectionError& e) {
-    std::cerr << "redis unreachable: " << e.what() << "\n";
-    return 69;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "dlock/dlock.hpp"
+#include "example_errors.hpp"
 #include "example_flags.hpp"
 
 namespace {
@@ -65,7 +66,7 @@ class OrderService : public dlock::LockAware {
 
 int main(int argc, char** argv) {
   example::Flags flags(argc, argv, {"--config", "--order"}, {}, kUsage);
-  try {
+  return example::run_reporting_errors([&] {
     const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
     auto locks = dlock::make_lock_service(config);
     auto other_instance = dlock::make_lock_service(config);  // as another process would be
@@ -73,14 +74,5 @@ int main(int argc, char** argv) {
     OrderService orders(locks, inventory, other_instance);
     orders.place(flags.text("--order", "1001"));
     return 0;
-  } catch (const dlock::ConfigError& e) {
-    std::cerr << "config error: " << e.what() << "\n";
-    return 78;
-  } catch (const dlock::ConnectionError& e) {
-    std::cerr << "redis unreachable: " << e.what() << "\n";
-    return 69;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

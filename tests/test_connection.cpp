@@ -19,6 +19,7 @@
 #include "dlock/errors.hpp"
 #include "dlock/hiredis_executor.hpp"
 #include "redis_server.hpp"
+#include "services.hpp"
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -26,17 +27,9 @@ using dlock::ConnectionError;
 using dlock::HiredisExecutor;
 using dlock::RedisReply;
 using dlock::test::RedisServer;
+using dlock::test::eventually;
 
 namespace {
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5000ms) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
 
 std::string message_of(const std::function<void()>& action) {
   try {

@@ -12,22 +12,15 @@
 #include "dlock/hiredis_executor.hpp"
 #include "dlock/subscriber.hpp"
 #include "redis_server.hpp"
+#include "services.hpp"
 
 using namespace std::chrono_literals;
 using dlock::Subscription;
 using dlock::detail::Subscriber;
 using dlock::test::RedisServer;
+using dlock::test::eventually;
 
 namespace {
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5000ms) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
 
 // How many connections Redis counts as subscribed to channel.
 int subscribers_of(const RedisServer& redis, const std::string& channel) {

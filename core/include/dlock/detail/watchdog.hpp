@@ -6,16 +6,10 @@
 // or whose validity ran out by the local clock before a renewal succeeded, is
 // handed to the lost handler and no longer watched.
 
-#include <condition_variable>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include <spdlog/logger.h>
 
@@ -29,7 +23,10 @@ class Watchdog {
   using LostHandler = std::function<void(const std::shared_ptr<HeldLock>&, const std::string& why)>;
 
   Watchdog(ScriptRunner& scripts, std::shared_ptr<spdlog::logger> logger, LostHandler on_lost);
-  ~Watchdog();  // stops and joins the thread
+  // Stops and joins the thread. If the lost handler itself drops the last
+  // reference to the service, the thread is detached instead and exits on
+  // its own without touching anything but its shared state.
+  ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
@@ -46,23 +43,11 @@ class Watchdog {
   std::size_t watched_count() const;
 
  private:
-  using Due = std::pair<Clock::time_point, const HeldLock*>;
+  struct State;
+  static void run(const std::shared_ptr<State>& state);
 
-  void run();
-  void schedule_locked(const std::shared_ptr<HeldLock>& lock, Clock::time_point due);
-  // Sends one pipeline of renewals; returns the locks found gone.
-  void renew(std::vector<std::shared_ptr<HeldLock>>& batch, std::vector<std::pair<std::shared_ptr<HeldLock>, std::string>>& lost);
-
-  ScriptRunner& scripts_;
-  std::shared_ptr<spdlog::logger> logger_;
-  LostHandler on_lost_;
-
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;                                           // guarded by mutex_
-  std::map<const HeldLock*, std::pair<std::shared_ptr<HeldLock>, Clock::time_point>> watched_;  // guarded by mutex_
-  std::set<Due> schedule_;                                                  // guarded by mutex_
-  bool stopping_ = false;                                                   // guarded by mutex_
-  std::thread thread_;                                                      // started under mutex_
+  std::shared_ptr<State> state_;
+  std::thread thread_;  // started under State::mutex
 };
 
 }  // namespace dlock::detail
