@@ -35,6 +35,9 @@ std::string lock_label(std::string_view key) { return "lock '" + printable(key) 
 // A lock whose hash has no expiry (PERSISTed by hand) gives no PTTL to sleep
 // on: retry on this period instead.
 constexpr Millis kNoLeaseRetry{100};
+// A thread that queued behind local waiters without trying has no PTTL yet;
+// it relies on the release notice and re-checks on this period meanwhile.
+constexpr Millis kUnknownLeaseRetry{1000};
 
 std::shared_ptr<spdlog::logger> default_logger() {
   if (auto logger = spdlog::get("dlock")) return logger;
@@ -51,7 +54,7 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
       instance_id_(random_instance_id()),
       scripts_(*redis_),
       waiters_(*redis_),
-      watchdog_(scripts_, logger_, [this](const std::shared_ptr<HeldLock>& lock, const std::string& why) {
+      watchdog_(scripts_, stats_, logger_, [this](const std::shared_ptr<HeldLock>& lock, const std::string& why) {
         handle_lost(lock, why);
       }) {
   if (config_.watchdog_timeout <= Millis(0)) {
@@ -118,33 +121,51 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
   const std::string owner = owner_token();
   const std::vector<std::string> script_keys{names.lock, names.fence};
   const std::vector<std::string> script_args{owner, std::to_string(lease.count())};
-  const Clock::time_point deadline = Clock::now() + wait;
+  const Clock::time_point called = Clock::now();
+  const Clock::time_point deadline = called + wait;
 
   WaiterTable::Ticket ticket;
   long long last_pttl = 0;
+  // No barging past local waiters: a thread that arrives while others of this
+  // process wait for the key queues behind them (a re-entry or a zero wait
+  // still tries at once). Without this, a thread that releases and locks again
+  // in a loop wins every race against the waiters it just woke.
+  bool queue_first = wait > Millis(0) && waiters_.has_line(names.channel) && !held_by_owner(owner, key);
+  if (queue_first) {
+    stats_.contended.fetch_add(1, std::memory_order_relaxed);
+    waiters_.enter(names.channel, ticket);
+  }
   for (;;) {
-    const Clock::time_point sent = Clock::now();
-    RedisReply reply = scripts_.run(kAcquireScript, script_keys, script_args);
-    if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 2 ||
-        reply.elements[0].type != RedisReply::Type::Integer) {
-      throw_reply_error(key, names, reply, "acquire");
+    if (!queue_first) {
+      const Clock::time_point sent = Clock::now();
+      RedisReply reply = scripts_.run(kAcquireScript, script_keys, script_args);
+      if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 2 ||
+          reply.elements[0].type != RedisReply::Type::Integer) {
+        throw_reply_error(key, names, reply, "acquire");
+      }
+      if (reply.elements[0].integer == 1 && reply.elements.size() >= 3) {
+        return grant(key, names, owner, reply.elements[1].integer,
+                     static_cast<std::uint64_t>(reply.elements[2].integer), lease, renewed, sent, called);
+      }
+      last_pttl = reply.elements[1].integer;
     }
-    if (reply.elements[0].integer == 1 && reply.elements.size() >= 3) {
-      return grant(key, names, owner, reply.elements[1].integer,
-                   static_cast<std::uint64_t>(reply.elements[2].integer), lease, renewed, sent);
-    }
-    last_pttl = reply.elements[1].integer;
     const Clock::time_point now = Clock::now();
     if (now >= deadline) break;
     if (!ticket) {
       // Join the line before the next try, so a release between the two cannot go unheard.
+      stats_.contended.fetch_add(1, std::memory_order_relaxed);
       waiters_.enter(names.channel, ticket);
       continue;
     }
     // Never sleep past the holder's lease: a crashed holder publishes nothing.
-    const Millis nap = last_pttl > 0 ? Millis(last_pttl + 1) : last_pttl == -2 ? Millis(0) : kNoLeaseRetry;
+    const Millis nap = queue_first     ? kUnknownLeaseRetry
+                       : last_pttl > 0 ? Millis(last_pttl + 1)
+                       : last_pttl == -2 ? Millis(0)
+                                         : kNoLeaseRetry;
+    queue_first = false;
     ticket.wait(std::min(nap, std::chrono::ceil<Millis>(deadline - now)));
   }
+  stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
   throw LockTimeoutError(lock_label(key) + ": not acquired within " + std::to_string(wait.count()) +
                          " ms; another owner holds it (lease left " + std::to_string(last_pttl) +
@@ -152,7 +173,8 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
 }
 
 LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
-                             std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent) {
+                             std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
+                             Clock::time_point called) {
   std::shared_ptr<HeldLock> lock;
   std::shared_ptr<HeldLock> stale;
   std::shared_ptr<Hold> hold;
@@ -162,6 +184,7 @@ LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std
     std::shared_ptr<HeldLock>& slot = held_[owner + '|' + std::string(key)];
     if (slot && !slot->lost_flag.load() && holds > 1) {
       // Re-entry: one more hold on the lock this owner already has.
+      stats_.reentered.fetch_add(1, std::memory_order_relaxed);
       lock = slot;
       ++lock->holds;
       if (renewed && !lock->renewed.exchange(true)) {
@@ -174,6 +197,7 @@ LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std
     } else {
       // Redis granted the lock afresh: a record we still had is stale (it expired unnoticed).
       if (slot && !slot->lost_flag.load()) stale = slot;
+      stats_.acquired.fetch_add(1, std::memory_order_relaxed);
       lock = std::make_shared<HeldLock>(std::string(key), names.lock, owner, fencing_token);
       lock->renewed = renewed;
       lock->lease_ms = lease.count();
@@ -187,6 +211,7 @@ LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std
   }
   if (stale) handle_lost(stale, "Redis granted the lock afresh to the same thread, so the earlier hold had expired");
   if (watch) watchdog_.watch(lock, sent);
+  stats_.record_acquire_latency(Clock::now() - called);
   return LockGuard(shared_from_this(), std::move(hold));
 }
 
@@ -233,6 +258,7 @@ void ServiceCore::release(Hold& hold) {
                         " was no longer this owner's when released (its lease ran out or it was taken over); the "
                         "new owner's lock was left untouched; the critical section may have overlapped another holder");
   }
+  stats_.released.fetch_add(1, std::memory_order_relaxed);
   if (reply.integer > 0) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
 }
 
@@ -256,6 +282,12 @@ void ServiceCore::release_current_thread(std::string_view key) {
   release(*latest);
 }
 
+bool ServiceCore::held_by_owner(const std::string& owner, std::string_view key) const {
+  std::lock_guard guard(mutex_);
+  auto it = held_.find(owner + '|' + std::string(key));
+  return it != held_.end() && !it->second->lost_flag.load();
+}
+
 int ServiceCore::hold_count(std::string_view key) const {
   std::lock_guard guard(mutex_);
   auto it = held_.find(owner_token() + '|' + std::string(key));
@@ -270,6 +302,7 @@ void ServiceCore::set_on_lost(std::function<void(const std::string&)> hook) {
 
 void ServiceCore::handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why) {
   if (lock->lost_flag.exchange(true)) return;
+  stats_.lost.fetch_add(1, std::memory_order_relaxed);
   lock->stop.request_stop();
   watchdog_.unwatch(*lock);
   logger_->error("{} lost by owner {}: {}; its holder may now overlap another holder and should stop (fencing token {})",
@@ -316,5 +349,7 @@ int RedisLockService::hold_count(std::string_view key) const { return core_->hol
 void RedisLockService::on_lost(std::function<void(const std::string& key)> hook) { core_->set_on_lost(std::move(hook)); }
 
 std::size_t RedisLockService::watched_locks() const { return core_->watched_locks(); }
+
+LockStats RedisLockService::stats() const { return core_->stats(); }
 
 }  // namespace dlock

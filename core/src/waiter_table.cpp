@@ -74,6 +74,11 @@ void WaiterTable::enter(const std::string& name, Ticket& ticket) {
   }
 }
 
+bool WaiterTable::has_line(const std::string& channel) const {
+  std::lock_guard guard(state_->mutex);
+  return state_->channels.count(channel) > 0;
+}
+
 std::size_t WaiterTable::channel_count() const {
   std::lock_guard guard(state_->mutex);
   return state_->channels.size();

@@ -34,6 +34,7 @@ constexpr Clock::time_point kInRound = Clock::time_point::max();
 // destroyed from inside its own lost handler.
 struct Watchdog::State {
   ScriptRunner* scripts;  // valid until stopping (the owner joins before it goes)
+  StatsRecorder* stats;   // likewise
   std::shared_ptr<spdlog::logger> logger;
   LostHandler on_lost;
 
@@ -42,6 +43,7 @@ struct Watchdog::State {
   std::map<const HeldLock*, std::pair<std::shared_ptr<HeldLock>, Clock::time_point>> watched;  // guarded by mutex
   std::set<std::pair<Clock::time_point, const HeldLock*>> schedule;                            // guarded by mutex
   bool stopping = false;                                                                      // guarded by mutex
+  Clock::time_point sleeping_until = Clock::time_point::max();  // guarded by mutex: when the thread wakes by itself
 
   void plan_locked(const std::shared_ptr<HeldLock>& lock, Clock::time_point due) {
     auto it = watched.find(lock.get());
@@ -71,10 +73,13 @@ struct Watchdog::State {
       calls.push_back({{lock->lock_name}, {lock->owner, std::to_string(lock->lease_ms.load())}});
     }
     const Clock::time_point sent = Clock::now();
+    stats->renewals_sent.fetch_add(batch.size(), std::memory_order_relaxed);
+    stats->renewal_rounds.fetch_add(1, std::memory_order_relaxed);
     std::vector<RedisReply> replies;
     try {
       replies = scripts->run_pipelined(kRenewScript, calls);
     } catch (const Error& e) {
+      stats->renewals_failed.fetch_add(batch.size(), std::memory_order_relaxed);
       logger->warn("watchdog: renewing {} lock(s) failed, retrying until their leases run out: {}", batch.size(),
                    e.what());
       std::lock_guard guard(mutex);
@@ -100,9 +105,11 @@ struct Watchdog::State {
   }
 };
 
-Watchdog::Watchdog(ScriptRunner& scripts, std::shared_ptr<spdlog::logger> logger, LostHandler on_lost)
+Watchdog::Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger,
+                   LostHandler on_lost)
     : state_(std::make_shared<State>()) {
   state_->scripts = &scripts;
+  state_->stats = &stats;
   state_->logger = std::move(logger);
   state_->on_lost = std::move(on_lost);
 }
@@ -123,13 +130,17 @@ Watchdog::~Watchdog() {
 
 void Watchdog::watch(const std::shared_ptr<HeldLock>& lock, Clock::time_point granted) {
   const Clock::time_point due = lock->renewed.load() ? granted + renewal_period(*lock) : lock->valid_until_time();
+  bool earliest = false;
   {
     std::lock_guard guard(state_->mutex);
     if (state_->stopping) return;
     state_->plan_locked(lock, due);
+    earliest = due < state_->sleeping_until;
     if (!thread_.joinable()) thread_ = std::thread(&Watchdog::run, state_);
   }
-  state_->wake.notify_one();
+  // Waking the thread costs a context switch on every lock(); it is only
+  // needed when this task is due before the thread wakes by itself.
+  if (earliest) state_->wake.notify_one();
 }
 
 void Watchdog::unwatch(const HeldLock& lock) {
@@ -146,14 +157,19 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
   std::unique_lock guard(state->mutex);
   while (!state->stopping) {
     if (state->schedule.empty()) {
+      state->sleeping_until = Clock::time_point::max();
       state->wake.wait(guard);
       continue;
     }
     const Clock::time_point first = state->schedule.begin()->first;
     if (Clock::now() < first) {
+      // A task whose lock was released since stays due here: one spurious
+      // wake-up is cheaper than waking this thread on every lock().
+      state->sleeping_until = first;
       state->wake.wait_until(guard, first);
       continue;
     }
+    state->sleeping_until = Clock::time_point::min();  // working: it re-reads the schedule before sleeping
     // Take every task due now or within the batch window.
     const Clock::time_point now = Clock::now();
     std::vector<std::shared_ptr<HeldLock>> due;

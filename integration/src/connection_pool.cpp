@@ -32,11 +32,12 @@ ConnectionPool::Lease ConnectionPool::borrow() {
     while (!idle_.empty()) {
       auto connection = std::move(idle_.back());
       idle_.pop_back();
-      if (!closed_while_idle(*connection)) return Lease(*this, std::move(connection));
-      --open_;
+      // The check is a syscall: make it without the mutex, so borrowers on other threads are not serialised.
       lock.unlock();
+      if (!closed_while_idle(*connection)) return Lease(*this, std::move(connection));
       connection.reset();
       lock.lock();
+      --open_;
     }
     if (open_ < config_.pool_size) {
       // Reserve the slot, then connect without the mutex so other borrowers

@@ -35,6 +35,7 @@
 #include "dlock/errors.hpp"
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_options.hpp"
+#include "dlock/lock_stats.hpp"
 #include "dlock/redis_executor.hpp"
 
 namespace dlock {
@@ -88,6 +89,9 @@ class RedisLockService {
 
   // Number of locks the watchdog currently watches (one per key and owner).
   std::size_t watched_locks() const;
+
+  // Counters since the service started; cheap (no round trip), thread-safe.
+  LockStats stats() const;
 
  private:
   std::shared_ptr<detail::ServiceCore> core_;

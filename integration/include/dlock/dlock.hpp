@@ -10,5 +10,6 @@
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_options.hpp"
 #include "dlock/lock_service.hpp"
+#include "dlock/lock_stats.hpp"
 #include "dlock/logging.hpp"
 #include "dlock/macros.hpp"

@@ -13,6 +13,7 @@
 #include <spdlog/logger.h>
 
 #include "dlock/detail/held_lock.hpp"
+#include "dlock/detail/stats_recorder.hpp"
 #include "dlock/detail/waiter_table.hpp"
 #include "dlock/detail/watchdog.hpp"
 #include "dlock/lock_guard.hpp"
@@ -33,6 +34,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   int hold_count(std::string_view key) const;
   void set_on_lost(std::function<void(const std::string&)> hook);
   std::size_t watched_locks() const { return watchdog_.watched_count(); }
+  LockStats stats() const { return stats_.snapshot(); }
   spdlog::logger& logger() { return *logger_; }
 
  private:
@@ -41,9 +43,11 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   };
   Names names_for(std::string_view key) const;
   std::string owner_token() const;
+  bool held_by_owner(const std::string& owner, std::string_view key) const;
   void validate(std::string_view key, const LockOptions& options) const;
   LockGuard grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
-                  std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent);
+                  std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
+                  Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
   [[noreturn]] void throw_reply_error(std::string_view key, const Names& names, const RedisReply& reply,
                                       std::string_view during) const;
@@ -54,6 +58,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   const std::string instance_id_;  // 128 CSPRNG bits, hex
   ScriptRunner scripts_;
   WaiterTable waiters_;
+  StatsRecorder stats_;
 
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<HeldLock>> held_;  // guarded by mutex_: owner + '|' + key

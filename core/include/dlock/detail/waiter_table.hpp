@@ -54,6 +54,9 @@ class WaiterTable {
   // the waiter relies on its timed retries alone).
   void enter(const std::string& channel, Ticket& ticket);
 
+  // Whether any local waiter is in the line of `channel` now.
+  bool has_line(const std::string& channel) const;
+
   std::size_t channel_count() const;
 
  private:

@@ -14,6 +14,7 @@
 #include <spdlog/logger.h>
 
 #include "dlock/detail/held_lock.hpp"
+#include "dlock/detail/stats_recorder.hpp"
 #include "dlock/scripts.hpp"
 
 namespace dlock::detail {
@@ -22,7 +23,7 @@ class Watchdog {
  public:
   using LostHandler = std::function<void(const std::shared_ptr<HeldLock>&, const std::string& why)>;
 
-  Watchdog(ScriptRunner& scripts, std::shared_ptr<spdlog::logger> logger, LostHandler on_lost);
+  Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger, LostHandler on_lost);
   // Stops and joins the thread. If the lost handler itself drops the last
   // reference to the service, the thread is detached instead and exits on
   // its own without touching anything but its shared state.

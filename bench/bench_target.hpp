@@ -1,0 +1,46 @@
+#pragma once
+// What every part of the benchmark needs: where Redis is, how long to run,
+// and where the figures go.
+
+#include <string>
+
+#include "dlock/config.hpp"
+#include "report.hpp"
+
+namespace bench {
+
+struct Target {
+  std::string host;
+  int port = 0;
+  bool quick = false;
+  std::string self_path;  // this binary, to start worker processes
+
+  // A quiet config for services under test.
+  dlock::Config config() const {
+    dlock::Config config;
+    config.redis.host = host;
+    config.redis.port = port;
+    config.redis.command_timeout = dlock::Millis(5000);
+    config.logging.level = "warn";
+    return config;
+  }
+};
+
+// Floors measured by the uncontended part, used as the yardstick of the others.
+struct Floors {
+  double rtt_p50_us = 0;
+  double ideal_cycle_p50_us = 0;
+  double dlock_cycle_p50_us = 0;
+};
+
+// Each part returns false when a correctness check failed (a counter not
+// exact, a lock lost): the benchmark then exits non-zero.
+Floors run_uncontended(Report& report, const Target& target);
+bool run_contention(Report& report, const Target& target, const Floors& floors);
+bool run_watchdog_scale(Report& report, const Target& target);
+bool run_many_keys(Report& report, const Target& target);
+
+// The body of a contention worker process (started by run_contention).
+int contention_worker_main(int argc, char** argv);
+
+}  // namespace bench

@@ -1,0 +1,68 @@
+// dlock-bench: dlock against the Redis round-trip floor, in one run.
+//
+//   dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] [--only PART]
+//
+// Without --redis it starts its own throwaway redis-server on loopback.
+// Exits non-zero if a correctness check failed (a counter not exact, a lock
+// lost); timings never fail it.
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include "bench_target.hpp"
+#include "redis_server.hpp"
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--worker") == 0) return bench::contention_worker_main(argc, argv);
+
+  bench::Target target;
+  std::string json_path, redis_address, only;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--quick") {
+      target.quick = true;
+    } else if (arg == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
+    } else if (arg == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else if (arg == "--redis" && i + 1 < argc) {
+      redis_address = argv[++i];
+    } else {
+      std::cerr << "usage: dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] [--only uncontended|contention|watchdog|many-keys]\n";
+      return 64;
+    }
+  }
+  char self[4096] = {};
+  if (::readlink("/proc/self/exe", self, sizeof self - 1) <= 0) return 1;
+  target.self_path = self;
+
+  std::unique_ptr<dlock::test::RedisServer> server;
+  if (redis_address.empty()) {
+    server = std::make_unique<dlock::test::RedisServer>();
+    target.host = server->host();
+    target.port = server->port();
+  } else {
+    auto colon = redis_address.rfind(':');
+    target.host = redis_address.substr(0, colon);
+    target.port = std::stoi(redis_address.substr(colon + 1));
+  }
+  std::cout << "dlock-bench against redis " << target.host << ":" << target.port << (target.quick ? " (quick)" : "")
+            << "\n";
+
+  bench::Report report(json_path);
+  bool ok = true;
+  try {
+    auto wanted = [&](const char* part) { return only.empty() || only == part; };
+    const bench::Floors floors = bench::run_uncontended(report, target);  // the yardstick of every part
+    if (wanted("contention")) ok &= bench::run_contention(report, target, floors);
+    if (wanted("watchdog")) ok &= bench::run_watchdog_scale(report, target);
+    if (wanted("many-keys")) ok &= bench::run_many_keys(report, target);
+  } catch (const std::exception& e) {
+    std::cerr << "benchmark failed: " << e.what() << "\n";
+    return 1;
+  }
+  std::cout << "\ncorrectness: " << (ok ? "all counters exact, no lock lost" : "FAILED") << "\n";
+  return ok ? 0 : 1;
+}
