@@ -42,22 +42,26 @@ void IdealClient::round_trip() {
 }
 
 bool IdealClient::acquire(const std::string& key, const std::string& owner, long long lease_ms) {
-  const std::string fence = key + ":fence";
+  const std::string fence = key + ":fence", queue = key + ":queue", turn = key + ":turn";
   const std::string lease = std::to_string(lease_ms);
-  const char* argv[] = {"EVALSHA", acquire_sha_.data(), "2", key.data(), fence.data(), owner.data(), lease.data()};
-  const size_t lens[] = {7, acquire_sha_.size(), 1, key.size(), fence.size(), owner.size(), lease.size()};
-  redisReply* reply = call(7, argv, lens);
+  const char* argv[] = {"EVALSHA",    acquire_sha_.data(), "4",          key.data(), fence.data(), queue.data(),
+                        turn.data(), owner.data(),        lease.data(), "0"};
+  const size_t lens[] = {7, acquire_sha_.size(), 1, key.size(), fence.size(), queue.size(), turn.size(), owner.size(),
+                         lease.size(), 1};
+  redisReply* reply = call(10, argv, lens);
   bool acquired = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 && reply->element[0]->integer == 1;
   freeReplyObject(reply);
   return acquired;
 }
 
 void IdealClient::release(const std::string& key, const std::string& owner, long long lease_ms) {
-  const std::string channel = key + ":released";
+  const std::string channel = key + ":released", queue = key + ":queue", turn = key + ":turn";
   const std::string lease = std::to_string(lease_ms);
-  const char* argv[] = {"EVALSHA", release_sha_.data(), "2", key.data(), channel.data(), owner.data(), lease.data()};
-  const size_t lens[] = {7, release_sha_.size(), 1, key.size(), channel.size(), owner.size(), lease.size()};
-  freeReplyObject(call(7, argv, lens));
+  const char* argv[] = {"EVALSHA",    release_sha_.data(), "4",          key.data(), channel.data(), queue.data(),
+                        turn.data(), owner.data(),        lease.data(), "200"};
+  const size_t lens[] = {7, release_sha_.size(), 1, key.size(), channel.size(), queue.size(), turn.size(), owner.size(),
+                         lease.size(), 3};
+  freeReplyObject(call(10, argv, lens));
 }
 
 long long IdealClient::get(const std::string& key) {

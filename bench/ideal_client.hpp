@@ -18,6 +18,7 @@ class IdealClient {
   IdealClient& operator=(const IdealClient&) = delete;
 
   void round_trip();                                        // EVALSHA of "return 1"
+  // key is the lock's full Redis name ("dlock:{K}"); the other names derive from it as dlock's do.
   bool acquire(const std::string& key, const std::string& owner, long long lease_ms);
   void release(const std::string& key, const std::string& owner, long long lease_ms);
   void increment(const std::string& counter_key);           // GET, then SET value+1: not atomic

@@ -58,7 +58,7 @@ TEST_CASE("the final release publishes on the lock's channel", "[scripts]") {
   // NUMSUB would need a subscriber; instead, count messages with a raw subscriber through the executor.
   auto executor = std::make_shared<dlock::HiredisExecutor>(redis.config().redis);
   std::atomic<int> messages{0};
-  auto subscription = executor->subscribe("dlock:{pub}:released", [&] { messages.fetch_add(1); });
+  auto subscription = executor->subscribe("dlock:{pub}:released", [&](const std::string&) { messages.fetch_add(1); });
   inner.unlock();
   std::this_thread::sleep_for(200ms);
   CHECK(messages.load() == 0);

@@ -34,7 +34,7 @@ TEST_CASE("a published message calls the subscription's callback") {
   RedisServer redis;
   Subscriber subscriber(redis.config().redis);
   std::atomic<int> calls{0};
-  auto subscription = subscriber.subscribe("news", [&] { ++calls; });
+  auto subscription = subscriber.subscribe("news", [&](const std::string&) { ++calls; });
   REQUIRE(subscription);
 
   // subscribe() returned after Redis confirmed, so the first publish is not lost.
@@ -50,8 +50,8 @@ TEST_CASE("two subscriptions on one channel are both called, and after one is re
   Subscriber subscriber(redis.config().redis);
   std::atomic<int> first_calls{0};
   std::atomic<int> second_calls{0};
-  auto first = subscriber.subscribe("ch", [&] { ++first_calls; });
-  auto second = subscriber.subscribe("ch", [&] { ++second_calls; });
+  auto first = subscriber.subscribe("ch", [&](const std::string&) { ++first_calls; });
+  auto second = subscriber.subscribe("ch", [&](const std::string&) { ++second_calls; });
   CHECK(subscribers_of(redis, "ch") == 1);  // one Redis-level subscription serves both
 
   redis.run({"PUBLISH", "ch", "x"});
@@ -69,7 +69,7 @@ TEST_CASE("a reset subscription is not called again and Redis is unsubscribed") 
   RedisServer redis;
   Subscriber subscriber(redis.config().redis);
   std::atomic<int> calls{0};
-  auto subscription = subscriber.subscribe("gone", [&] { ++calls; });
+  auto subscription = subscriber.subscribe("gone", [&](const std::string&) { ++calls; });
   redis.run({"PUBLISH", "gone", "x"});
   REQUIRE(eventually([&] { return calls == 1; }));
 
@@ -80,7 +80,7 @@ TEST_CASE("a reset subscription is not called again and Redis is unsubscribed") 
   std::this_thread::sleep_for(200ms);
   CHECK(calls == 1);
 
-  auto again = subscriber.subscribe("gone", [&] { ++calls; });  // the channel can be taken up again
+  auto again = subscriber.subscribe("gone", [&](const std::string&) { ++calls; });  // the channel can be taken up again
   CHECK(redis.run({"PUBLISH", "gone", "x"}) == "1");
   CHECK(eventually([&] { return calls == 2; }));
 }
@@ -90,8 +90,8 @@ TEST_CASE("after a Redis restart each callback is called once and later messages
   Subscriber subscriber(redis.config().redis);
   std::atomic<int> a_calls{0};
   std::atomic<int> b_calls{0};
-  auto a = subscriber.subscribe("a", [&] { ++a_calls; });
-  auto b = subscriber.subscribe("b", [&] { ++b_calls; });
+  auto a = subscriber.subscribe("a", [&](const std::string&) { ++a_calls; });
+  auto b = subscriber.subscribe("b", [&](const std::string&) { ++b_calls; });
 
   redis.stop();
   std::this_thread::sleep_for(300ms);  // a few failed reconnects with back-off
@@ -117,7 +117,7 @@ TEST_CASE("subscribing while Redis is down returns after the timeout and the sub
   std::atomic<int> calls{0};
 
   const auto started = std::chrono::steady_clock::now();
-  auto subscription = subscriber.subscribe("late", [&] { ++calls; });
+  auto subscription = subscriber.subscribe("late", [&](const std::string&) { ++calls; });
   CHECK(std::chrono::steady_clock::now() - started < 3s);
   CHECK(subscription);
 
@@ -136,10 +136,10 @@ TEST_CASE("a callback may reset its own subscription and subscribe anew without 
   std::atomic<int> next_calls{0};
   Subscription self;
   Subscription next;
-  self = subscriber.subscribe("once", [&] {
+  self = subscriber.subscribe("once", [&](const std::string&) {
     ++calls;
     self.reset();
-    next = subscriber.subscribe("next", [&] { ++next_calls; });
+    next = subscriber.subscribe("next", [&](const std::string&) { ++next_calls; });
   });
 
   redis.run({"PUBLISH", "once", "x"});
@@ -157,8 +157,8 @@ TEST_CASE("destroying the subscriber with live subscriptions is quick and leaves
   Subscription survivor;
   {
     auto subscriber = std::make_unique<Subscriber>(redis.config().redis);
-    survivor = subscriber->subscribe("ch", [&] { ++calls; });
-    auto other = subscriber->subscribe("ch2", [&] { ++calls; });
+    survivor = subscriber->subscribe("ch", [&](const std::string&) { ++calls; });
+    auto other = subscriber->subscribe("ch2", [&](const std::string&) { ++calls; });
     const auto started = std::chrono::steady_clock::now();
     subscriber.reset();
     CHECK(std::chrono::steady_clock::now() - started < 1s);
@@ -177,7 +177,7 @@ TEST_CASE("the executor delivers messages through its subscriber") {
   RedisServer redis;
   dlock::HiredisExecutor executor(redis.config().redis);
   std::atomic<int> calls{0};
-  auto subscription = executor.subscribe("dlock:{k}:released", [&] { ++calls; });
+  auto subscription = executor.subscribe("dlock:{k}:released", [&](const std::string&) { ++calls; });
   executor.command({"PUBLISH", "dlock:{k}:released", "1"});
   CHECK(eventually([&] { return calls == 1; }));
   CHECK(executor.endpoint() == "127.0.0.1:" + std::to_string(redis.port()));

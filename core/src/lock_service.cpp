@@ -35,9 +35,11 @@ std::string lock_label(std::string_view key) { return "lock '" + printable(key) 
 // A lock whose hash has no expiry (PERSISTed by hand) gives no PTTL to sleep
 // on: retry on this period instead.
 constexpr Millis kNoLeaseRetry{100};
-// A thread that queued behind local waiters without trying has no PTTL yet;
-// it relies on the release notice and re-checks on this period meanwhile.
-constexpr Millis kUnknownLeaseRetry{1000};
+// A waiter in line wakes on the notice naming it; it also re-checks on this
+// period, in case the waiter whose turn it was died without taking the lock.
+constexpr Millis kLinePoll{500};
+// How long a final release keeps the free lock for the waiter whose turn it is.
+constexpr Millis kTurnWindow{200};
 
 std::shared_ptr<spdlog::logger> default_logger() {
   if (auto logger = spdlog::get("dlock")) return logger;
@@ -78,6 +80,8 @@ ServiceCore::Names ServiceCore::names_for(std::string_view key) const {
   names.lock.append(config_.key_prefix).append("{").append(key).append("}");
   names.fence = names.lock + ":fence";
   names.channel = names.lock + ":released";
+  names.queue = names.lock + ":queue";
+  names.turn = names.lock + ":turn";
   return names;
 }
 
@@ -119,56 +123,45 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
   const Millis lease = options.lease.value_or(config_.watchdog_timeout);
   const Names names = names_for(key);
   const std::string owner = owner_token();
-  const std::vector<std::string> script_keys{names.lock, names.fence};
-  const std::vector<std::string> script_args{owner, std::to_string(lease.count())};
+  const std::vector<std::string> script_keys{names.lock, names.fence, names.queue, names.turn};
+  const std::string lease_arg = std::to_string(lease.count());
   const Clock::time_point called = Clock::now();
   const Clock::time_point deadline = called + wait;
 
   WaiterTable::Ticket ticket;
-  long long last_pttl = 0;
-  // No barging past local waiters: a thread that arrives while others of this
-  // process wait for the key queues behind them (a re-entry or a zero wait
-  // still tries at once). Without this, a thread that releases and locks again
-  // in a loop wins every race against the waiters it just woke.
-  bool queue_first = wait > Millis(0) && waiters_.has_line(names.channel) && !held_by_owner(owner, key);
-  if (queue_first) {
-    stats_.contended.fetch_add(1, std::memory_order_relaxed);
-    waiters_.enter(names.channel, ticket);
-  }
+  long long last_nap_ms = 0;
   for (;;) {
-    if (!queue_first) {
-      const Clock::time_point sent = Clock::now();
-      RedisReply reply = scripts_.run(kAcquireScript, script_keys, script_args);
-      if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 2 ||
-          reply.elements[0].type != RedisReply::Type::Integer) {
-        throw_reply_error(key, names, reply, "acquire");
-      }
-      if (reply.elements[0].integer == 1 && reply.elements.size() >= 3) {
-        return grant(key, names, owner, reply.elements[1].integer,
-                     static_cast<std::uint64_t>(reply.elements[2].integer), lease, renewed, sent, called);
-      }
-      last_pttl = reply.elements[1].integer;
+    const Clock::time_point sent = Clock::now();
+    const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
+    RedisReply reply = scripts_.run(kAcquireScript, script_keys, {owner, lease_arg, std::to_string(wait_left.count())});
+    if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 2 ||
+        reply.elements[0].type != RedisReply::Type::Integer) {
+      throw_reply_error(key, names, reply, "acquire");
     }
+    if (reply.elements[0].integer == 1 && reply.elements.size() >= 3 &&
+        reply.elements[2].type == RedisReply::Type::String) {
+      return grant(key, names, owner, reply.elements[1].integer, std::stoull(reply.elements[2].str), lease, renewed,
+                   sent, called);
+    }
+    last_nap_ms = reply.elements[1].integer;
     const Clock::time_point now = Clock::now();
     if (now >= deadline) break;
     if (!ticket) {
-      // Join the line before the next try, so a release between the two cannot go unheard.
+      // Listen before the next try, so a release between the two cannot go unheard.
       stats_.contended.fetch_add(1, std::memory_order_relaxed);
-      waiters_.enter(names.channel, ticket);
+      waiters_.enter(names.channel, owner, ticket);
       continue;
     }
-    // Never sleep past the holder's lease: a crashed holder publishes nothing.
-    const Millis nap = queue_first     ? kUnknownLeaseRetry
-                       : last_pttl > 0 ? Millis(last_pttl + 1)
-                       : last_pttl == -2 ? Millis(0)
-                                         : kNoLeaseRetry;
-    queue_first = false;
-    ticket.wait(std::min(nap, std::chrono::ceil<Millis>(deadline - now)));
+    // Never sleep past the holder's lease (a crashed holder publishes nothing)
+    // nor past the line's poll period (a waiter whose turn it was may have died).
+    const Millis nap = last_nap_ms > 0 ? Millis(last_nap_ms + 1) : last_nap_ms == -2 ? Millis(0) : kNoLeaseRetry;
+    ticket.wait(std::min({nap, kLinePoll, std::chrono::ceil<Millis>(deadline - now)}));
   }
+  if (ticket) leave_line(names, owner);
   stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
   throw LockTimeoutError(lock_label(key) + ": not acquired within " + std::to_string(wait.count()) +
-                         " ms; another owner holds it (lease left " + std::to_string(last_pttl) +
+                         " ms; another owner holds it (lease left " + std::to_string(last_nap_ms) +
                          " ms); wait longer (LockOptions::wait or lock.wait_ms) or use try_lock");
 }
 
@@ -240,26 +233,34 @@ void ServiceCore::release(Hold& hold) {
                         "untouched; the critical section may have overlapped another holder");
   }
   const Clock::time_point sent = Clock::now();
+  const Names names = names_for(lock->key);
   RedisReply reply;
   try {
-    reply = scripts_.run(kReleaseScript, {lock->lock_name, lock->lock_name + ":released"},
-                         {lock->owner, std::to_string(lock->lease_ms.load())});
+    reply = scripts_.run(kReleaseScript, {names.lock, names.channel, names.queue, names.turn},
+                         {lock->owner, std::to_string(lock->lease_ms.load()), std::to_string(kTurnWindow.count())});
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
                           " may not be released: it expires by itself within its lease (" +
                           std::to_string(lock->lease_ms.load()) + " ms) after its last hold is released");
   }
-  if (reply.is_error() || reply.type != RedisReply::Type::Integer) {
-    throw_reply_error(lock->key, names_for(lock->key), reply, "release");
+  if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 3 ||
+      reply.elements[0].type != RedisReply::Type::Integer) {
+    throw_reply_error(lock->key, names, reply, "release");
   }
-  if (reply.integer < 0) {
+  const long long status = reply.elements[0].integer;
+  if (status < 0) {
     handle_lost(lock, "release found it was no longer this owner's");
     throw LockLostError(lock_label(lock->key) +
                         " was no longer this owner's when released (its lease ran out or it was taken over); the "
                         "new owner's lock was left untouched; the critical section may have overlapped another holder");
   }
   stats_.released.fetch_add(1, std::memory_order_relaxed);
-  if (reply.integer > 0) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+  if (status > 0) {
+    lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+  } else if (!reply.elements[2].str.empty()) {
+    // The next turn may be a waiter of this process: wake it now rather than after the notice's round trip.
+    waiters_.notify(names.channel, reply.elements[2].str);
+  }
 }
 
 void ServiceCore::release_current_thread(std::string_view key) {
@@ -282,10 +283,13 @@ void ServiceCore::release_current_thread(std::string_view key) {
   release(*latest);
 }
 
-bool ServiceCore::held_by_owner(const std::string& owner, std::string_view key) const {
-  std::lock_guard guard(mutex_);
-  auto it = held_.find(owner + '|' + std::string(key));
-  return it != held_.end() && !it->second->lost_flag.load();
+void ServiceCore::leave_line(const Names& names, const std::string& owner) {
+  // Best effort: a waiter left in line costs the others one turn window at most.
+  try {
+    scripts_.run(kLeaveScript, {names.queue, names.turn, names.channel}, {owner, std::to_string(kTurnWindow.count())});
+  } catch (const Error& e) {
+    logger_->debug("could not leave the line of '{}': {}", printable(names.lock), e.what());
+  }
 }
 
 int ServiceCore::hold_count(std::string_view key) const {

@@ -2,53 +2,94 @@
 
 #include "dlock/errors.hpp"
 
+#include <string>
+
 namespace dlock::detail {
 
 // Redis does not roll back a script that fails midway, so each script checks
-// everything that can fail before its first write.
-const Script kAcquireScript{"acquire", R"lua(
-local lock_type = redis.call('TYPE', KEYS[1]).ok
-if lock_type ~= 'none' and lock_type ~= 'hash' then
-  return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[1] .. ' is a ' .. lock_type)
-end
-local lease = tonumber(ARGV[2])
--- Free: take it, count the first hold and draw the next fencing token.
-if lock_type == 'none' then
-  local fence_type = redis.call('TYPE', KEYS[2]).ok
-  if fence_type ~= 'none' and fence_type ~= 'string' then
-    return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[2] .. ' is a ' .. fence_type)
+// everything that can fail before its first write. The prelude holds what
+// several scripts share.
+namespace {
+
+const std::string kPrelude = R"lua(
+local function wrong_type(key, wanted)
+  local actual = redis.call('TYPE', key).ok
+  if actual ~= 'none' and actual ~= wanted then
+    return 'DLOCK_WRONGTYPE ' .. key .. ' is a ' .. actual
   end
-  if fence_type == 'string' then
-    local fence = redis.call('GET', KEYS[2])
-    if not string.match(fence, '^%d+$') or string.len(fence) > 18 then
-      return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[2] .. ' is not a fencing counter')
+  return nil
+end
+-- Hands the next turn to the oldest waiter in line: for a window only it may
+-- take the free lock. Publishes its token (empty: nobody waits, anyone may).
+local function hand_turn(queue, turn, channel, window)
+  local next_owner = ''
+  local head = redis.call('ZPOPMIN', queue)
+  if head[1] then
+    next_owner = head[1]
+    redis.call('SET', turn, next_owner, 'PX', window)
+  end
+  redis.call('PUBLISH', channel, next_owner)
+  return next_owner
+end
+)lua";
+
+}  // namespace
+
+// KEYS: lock, fence, queue, turn. ARGV: owner, lease_ms, wait_ms (0: try once, stay out of line).
+const Script kAcquireScript{"acquire", kPrelude + R"lua(
+local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'string') or wrong_type(KEYS[3], 'zset')
+  or wrong_type(KEYS[4], 'string')
+if bad then return redis.error_reply(bad) end
+local owner, lease, wait = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- A waiter joins the line once and keeps its place until it gets the lock or leaves.
+local function wait_in_line()
+  if wait > 0 then
+    if not redis.call('ZSCORE', KEYS[3], owner) then
+      local now = redis.call('TIME')
+      redis.call('ZADD', KEYS[3], now[1] * 1000 + math.floor(now[2] / 1000), owner)
     end
+    if redis.call('PTTL', KEYS[3]) < wait + 60000 then redis.call('PEXPIRE', KEYS[3], wait + 60000) end
   end
-  local token = redis.call('INCR', KEYS[2])
-  redis.call('HSET', KEYS[1], ARGV[1], 1)
-  redis.call('PEXPIRE', KEYS[1], lease)
-  return {1, 1, token}
 end
--- Held by this owner: re-entry. Count the hold; the lease only ever grows.
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  local holds = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
-  if redis.call('PTTL', KEYS[1]) < lease then
-    redis.call('PEXPIRE', KEYS[1], lease)
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  -- Held by this owner: re-entry. Count the hold; the lease only ever grows.
+  if redis.call('HEXISTS', KEYS[1], owner) == 1 then
+    local holds = redis.call('HINCRBY', KEYS[1], owner, 1)
+    if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+    return {1, holds, redis.call('GET', KEYS[2]) or '0'}
   end
-  return {1, holds, tonumber(redis.call('GET', KEYS[2]) or '0')}
+  -- Held by another owner: wait in line, at most as long as its lease.
+  wait_in_line()
+  return {0, redis.call('PTTL', KEYS[1])}
 end
--- Held by another owner: say how long it may stay held at most.
-return {0, redis.call('PTTL', KEYS[1])}
+-- Free, but it is another waiter's turn: keep out until it claims or its window ends.
+local turn = redis.call('GET', KEYS[4])
+if turn and turn ~= owner then
+  wait_in_line()
+  return {0, redis.call('PTTL', KEYS[4])}
+end
+-- Free: take it, count the first hold and draw the next fencing token.
+local fence = redis.call('GET', KEYS[2])
+if fence and (not string.match(fence, '^%d+$') or string.len(fence) > 19) then
+  return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[2] .. ' is not a fencing counter')
+end
+-- The token travels as a string: Lua numbers are doubles, exact only to 2^53.
+redis.call('INCR', KEYS[2])
+local token = redis.call('GET', KEYS[2])
+redis.call('HSET', KEYS[1], owner, 1)
+redis.call('PEXPIRE', KEYS[1], lease)
+if turn then redis.call('DEL', KEYS[4]) end
+redis.call('ZREM', KEYS[3], owner)
+return {1, 1, token}
 )lua"};
 
-const Script kReleaseScript{"release", R"lua(
-local lock_type = redis.call('TYPE', KEYS[1]).ok
-if lock_type ~= 'none' and lock_type ~= 'hash' then
-  return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[1] .. ' is a ' .. lock_type)
-end
+// KEYS: lock, channel, queue, turn. ARGV: owner, lease_ms, window_ms.
+const Script kReleaseScript{"release", kPrelude + R"lua(
+local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[3], 'zset') or wrong_type(KEYS[4], 'string')
+if bad then return redis.error_reply(bad) end
 -- Not this owner's (expired, taken over, never held): change nothing.
-if lock_type == 'none' or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
-  return -1
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  return {-1, 0, ''}
 end
 -- An inner hold: one fewer, the outer holder keeps the lock.
 local holds = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
@@ -56,12 +97,24 @@ if holds > 0 then
   if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
   end
-  return holds
+  return {1, holds, ''}
 end
--- The outermost hold: free the lock and wake a waiter.
+-- The outermost hold: free the lock and give the next waiter its turn.
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], 'released')
-return 0
+return {0, 0, hand_turn(KEYS[3], KEYS[4], KEYS[2], ARGV[3])}
+)lua"};
+
+// KEYS: queue, turn, channel. ARGV: owner, window_ms. A waiter that gives up.
+const Script kLeaveScript{"leave", kPrelude + R"lua(
+local bad = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'string')
+if bad then return redis.error_reply(bad) end
+redis.call('ZREM', KEYS[1], ARGV[1])
+-- It was this waiter's turn: pass it on rather than let the lock idle through the window.
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+  redis.call('DEL', KEYS[2])
+  hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
+end
+return 1
 )lua"};
 
 const Script kRenewScript{"renew", R"lua(
@@ -78,7 +131,7 @@ return 0
 )lua"};
 
 void ScriptRunner::load_all() {
-  for (const Script* script : {&kAcquireScript, &kReleaseScript, &kRenewScript}) load(*script);
+  for (const Script* script : {&kAcquireScript, &kReleaseScript, &kRenewScript, &kLeaveScript}) load(*script);
 }
 
 std::string ScriptRunner::load(const Script& script) {

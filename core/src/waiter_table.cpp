@@ -3,6 +3,8 @@
 namespace dlock::detail {
 
 struct WaiterTable::Waiter {
+  explicit Waiter(std::string owner_) : owner(std::move(owner_)) {}
+  const std::string owner;
   std::condition_variable cv;
   bool notified = false;  // guarded by State::mutex
 };
@@ -21,11 +23,21 @@ struct WaiterTable::State {
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels;  // guarded by mutex
 
   // Called from the subscriber's thread on every release notice.
-  void notify(const std::string& name) {
+  void notify(const std::string& name, const std::string& owner) {
     std::lock_guard guard(mutex);
     auto it = channels.find(name);
     if (it == channels.end()) return;
-    wake_next(*it->second);
+    if (owner.empty()) {
+      wake_next(*it->second);
+      return;
+    }
+    for (Waiter& waiter : it->second->line) {
+      if (waiter.owner == owner) {
+        waiter.notified = true;
+        waiter.cv.notify_one();
+        return;
+      }
+    }
   }
 
   static void wake_next(Channel& channel) {
@@ -43,12 +55,12 @@ WaiterTable::WaiterTable(RedisExecutor& redis) : state_(std::make_shared<State>(
 
 WaiterTable::~WaiterTable() = default;
 
-void WaiterTable::enter(const std::string& name, Ticket& ticket) {
+void WaiterTable::enter(const std::string& name, const std::string& owner, Ticket& ticket) {
   std::unique_lock guard(state_->mutex);
   auto [it, created] = state_->channels.try_emplace(name);
   if (created) it->second = std::make_unique<Channel>(name);
   Channel* channel = it->second.get();
-  channel->line.emplace_back();
+  channel->line.emplace_back(owner);
   ticket.state_ = state_;
   ticket.channel_ = channel;
   ticket.self_ = std::prev(channel->line.end());
@@ -59,8 +71,8 @@ void WaiterTable::enter(const std::string& name, Ticket& ticket) {
     std::weak_ptr<State> weak = state_;
     Subscription subscription;
     try {
-      subscription = redis_.subscribe(name, [weak, name] {
-        if (auto state = weak.lock()) state->notify(name);
+      subscription = redis_.subscribe(name, [weak, name](const std::string& owner) {
+        if (auto state = weak.lock()) state->notify(name, owner);
       });
     } catch (...) {
       // No subscription: the waiters fall back to their timed retries.
@@ -74,10 +86,7 @@ void WaiterTable::enter(const std::string& name, Ticket& ticket) {
   }
 }
 
-bool WaiterTable::has_line(const std::string& channel) const {
-  std::lock_guard guard(state_->mutex);
-  return state_->channels.count(channel) > 0;
-}
+void WaiterTable::notify(const std::string& channel, const std::string& owner) { state_->notify(channel, owner); }
 
 std::size_t WaiterTable::channel_count() const {
   std::lock_guard guard(state_->mutex);

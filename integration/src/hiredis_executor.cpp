@@ -29,7 +29,7 @@ std::vector<RedisReply> HiredisExecutor::pipeline(const std::vector<RedisCommand
   return connection->pipeline(commands);
 }
 
-Subscription HiredisExecutor::subscribe(const std::string& channel, std::function<void()> on_message) {
+Subscription HiredisExecutor::subscribe(const std::string& channel, MessageHandler on_message) {
   return subscriber_.subscribe(channel, std::move(on_message));
 }
 

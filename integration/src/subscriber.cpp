@@ -27,7 +27,7 @@ namespace pubsub {
 // Subscriber::State is private, so its body lives here where the thread's
 // loop and the cancel function can name it.
 struct SharedState {
-  using Callback = std::shared_ptr<std::function<void()>>;
+  using Callback = std::shared_ptr<MessageHandler>;
 
   explicit SharedState(RedisConfig redis_config) : config(std::move(redis_config)) {
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -221,7 +221,7 @@ class Loop {
     const std::string& kind = reply.elements[0].str;
     const std::string& channel = reply.elements[1].str;
     if (kind == "message") {
-      call_back(channel);
+      call_back(channel, reply.elements[2].str);
     } else if (kind == "subscribe") {
       acknowledge(channel);
     }
@@ -240,13 +240,13 @@ class Loop {
       owed = owed_notice_.erase(channel) > 0;
     }
     state_.changed.notify_all();
-    if (owed) call_back(channel);
+    if (owed) call_back(channel, "");
   }
 
   // Callbacks run without the mutex so they may subscribe or reset; each is
   // re-checked just before its call so a reset that returned is never followed
   // by a call.
-  void call_back(const std::string& channel) {
+  void call_back(const std::string& channel, const std::string& message) {
     std::vector<std::pair<std::uint64_t, State::Callback>> targets;
     {
       std::lock_guard lock(state_.mutex);
@@ -262,7 +262,7 @@ class Loop {
         state_.running_id = id;
       }
       try {
-        (*callback)();
+        (*callback)(message);
       } catch (...) {
         // A throwing callback must not take the notices of everyone else down with it.
       }
@@ -324,12 +324,12 @@ Subscriber::~Subscriber() {
   thread.join();
 }
 
-Subscription Subscriber::subscribe(const std::string& channel, std::function<void()> on_message) {
+Subscription Subscriber::subscribe(const std::string& channel, MessageHandler on_message) {
   std::unique_lock lock(state_->mutex);
   const std::uint64_t id = state_->next_id++;
   auto& callbacks = state_->channels[channel];
   const bool first_on_channel = callbacks.empty();
-  callbacks.emplace(id, std::make_shared<std::function<void()>>(std::move(on_message)));
+  callbacks.emplace(id, std::make_shared<MessageHandler>(std::move(on_message)));
   if (!state_->thread.joinable()) {
     // The thread co-owns the state so it stays valid even if detached (see ~Subscriber).
     state_->thread = std::thread([state = state_] { Loop(*state).run(); });

@@ -125,8 +125,17 @@ bool RedisServer::answers_ping() const {
   return up;
 }
 
+void RedisServer::freeze() {
+  if (running()) ::kill(pid_, SIGSTOP);
+}
+
+void RedisServer::thaw() {
+  if (running()) ::kill(pid_, SIGCONT);
+}
+
 void RedisServer::stop() {
   if (!running()) return;
+  ::kill(pid_, SIGCONT);  // a frozen server must run to act on SIGTERM
   ::kill(pid_, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -30,6 +30,12 @@ class RedisServer {
   void kill();     // SIGKILL and wait: a crash, no clean shutdown
   void start();    // (re)start on the same port
   bool running() const { return pid_ > 0; }
+  // Freezes the server process (SIGSTOP) / lets it run again (SIGCONT): a
+  // Redis that accepts connections but answers nothing, while its clock (and
+  // so every lease in it) keeps running.
+  void freeze();
+  void thaw();
+  pid_t pid() const { return pid_; }
 
   // Runs one command on a fresh connection and renders the reply as text:
   // an integer as its digits, a string as itself, nil as "(nil)", an error

@@ -24,6 +24,9 @@ struct RedisReply {
 
 using RedisCommand = std::vector<std::string>;
 
+// Gets the payload of a published message; an empty one after an outage.
+using MessageHandler = std::function<void(const std::string& message)>;
+
 // A live subscription; destroying it (or calling reset) unsubscribes.
 class Subscription {
  public:
@@ -68,12 +71,12 @@ class RedisExecutor {
   // Throws ConnectionError as command() does. Thread-safe.
   virtual std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) = 0;
 
-  // Calls on_message for every message published on channel, and once more
-  // after the subscriber connection came back from an outage (a message may
-  // have been missed meanwhile). Returns once Redis confirmed the subscription
+  // Calls on_message with the payload of every message published on channel,
+  // and once more, with an empty payload, after the subscriber connection
+  // came back from an outage (a message may have been missed meanwhile). Returns once Redis confirmed the subscription
   // or the command timeout passed; waiters must not rely on messages alone.
   // on_message runs on the subscriber's thread and must not block.
-  virtual Subscription subscribe(const std::string& channel, std::function<void()> on_message) = 0;
+  virtual Subscription subscribe(const std::string& channel, MessageHandler on_message) = 0;
 
   // "host:port", for messages.
   virtual std::string endpoint() const = 0;

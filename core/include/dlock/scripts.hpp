@@ -3,10 +3,19 @@
 // them by EVALSHA. Every user value travels in KEYS/ARGV, never in the text.
 //
 // Reply shapes (the core parses them in lock_service.cpp):
-//   acquire(lock, fence; owner, lease_ms) → {1, holds, fencing_token} | {0, pttl_ms}
-//   release(lock, channel; owner, lease_ms) → -1 not owner | holds left (0 = deleted, published)
+//   acquire(lock, fence, queue, turn; owner, lease_ms, wait_ms)
+//       → {1, holds, fencing_token as a decimal string} | {0, ms the caller may sleep at most}
+//   release(lock, channel, queue, turn; owner, lease_ms, window_ms)
+//       → {-1, 0, ''} not owner | {1, holds left, ''} | {0, 0, next owner or ''} freed and published
 //   renew(lock; owner, lease_ms) → 1 renewed | 0 gone
+//   leave(queue, turn, channel; owner, window_ms) → 1
 // A key of the wrong type at a lock's name is an error reply starting "DLOCK_WRONGTYPE".
+//
+// Waiters line up in the sorted set `queue` (owner token by arrival). A final
+// release hands the next turn to the oldest of them: `turn` holds its token
+// for a short window in which nobody else may take the free lock, and the
+// release notice names it, so exactly that waiter wakes. A waiter that died
+// only costs that window; one that gives up leaves the line (leave script).
 
 #include <mutex>
 #include <string>
@@ -19,12 +28,13 @@ namespace dlock::detail {
 
 struct Script {
   std::string_view name;
-  std::string_view source;
+  std::string source;
 };
 
 extern const Script kAcquireScript;
 extern const Script kReleaseScript;
 extern const Script kRenewScript;
+extern const Script kLeaveScript;
 
 // Error replies of the scripts start with this, then the key's actual type.
 inline constexpr std::string_view kWrongTypeError = "DLOCK_WRONGTYPE";

@@ -22,7 +22,7 @@ class HiredisExecutor final : public RedisExecutor {
 
   RedisReply command(const RedisCommand& argv) override;
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) override;
-  Subscription subscribe(const std::string& channel, std::function<void()> on_message) override;
+  Subscription subscribe(const std::string& channel, MessageHandler on_message) override;
   std::string endpoint() const override;
 
  private:

@@ -28,7 +28,7 @@ class Subscriber {
   Subscriber& operator=(const Subscriber&) = delete;
 
   // See RedisExecutor::subscribe. Several subscriptions may share a channel.
-  Subscription subscribe(const std::string& channel, std::function<void()> on_message);
+  Subscription subscribe(const std::string& channel, MessageHandler on_message);
 
  private:
   // Implementation state is private to subscriber.cpp's design; see there.

@@ -39,11 +39,11 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
 
  private:
   struct Names {
-    std::string lock, fence, channel;
+    std::string lock, fence, channel, queue, turn;
   };
   Names names_for(std::string_view key) const;
   std::string owner_token() const;
-  bool held_by_owner(const std::string& owner, std::string_view key) const;
+  void leave_line(const Names& names, const std::string& owner);
   void validate(std::string_view key, const LockOptions& options) const;
   LockGuard grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
                   std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,

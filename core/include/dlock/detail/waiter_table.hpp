@@ -1,10 +1,11 @@
 #pragma once
 // The local waiters of busy locks, per release channel. The first waiter of a
 // channel subscribes to it (through the executor's one shared subscriber
-// connection); the last one to leave unsubscribes. A release notice wakes
-// the oldest waiter of that channel only, so a release does not stampede
-// every local waiter at Redis; a waiter that leaves holding an unused notice
-// passes it on to the next.
+// connection); the last one to leave unsubscribes. A release notice names the
+// owner whose turn it is: only that waiter wakes, so a release does not
+// stampede every local waiter at Redis. A notice that names nobody (no one
+// was in line, or the subscriber reconnected) wakes the oldest local waiter;
+// a waiter that leaves holding such an unused notice passes it on.
 
 #include <condition_variable>
 #include <list>
@@ -49,13 +50,15 @@ class WaiterTable {
     std::list<Waiter>::iterator self_;
   };
 
-  // Joins the line of `channel`, subscribing first if this is its first
-  // waiter. Returns once the subscription is confirmed or could not be (then
-  // the waiter relies on its timed retries alone).
-  void enter(const std::string& channel, Ticket& ticket);
+  // Joins the line of `channel` as `owner`, subscribing first if this is its
+  // first waiter. Returns once the subscription is confirmed or could not be
+  // (then the waiter relies on its timed retries alone).
+  void enter(const std::string& channel, const std::string& owner, Ticket& ticket);
 
-  // Whether any local waiter is in the line of `channel` now.
-  bool has_line(const std::string& channel) const;
+  // Delivers a release notice as if it came from the subscriber: wakes
+  // `owner` if it waits here, or with an empty owner the oldest waiter.
+  // The releaser calls it directly for a waiter of its own process.
+  void notify(const std::string& channel, const std::string& owner);
 
   std::size_t channel_count() const;
 

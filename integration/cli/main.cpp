@@ -1,0 +1,99 @@
+// The `dlock` command: operators' and shell scripts' door to dlock locks.
+//
+//   dlock run KEY [--wait DUR] [--lease DUR] [--config FILE] [--kill-on-lost] -- COMMAND [ARGS...]
+//   dlock status KEY... [--config FILE] [--json]
+//   dlock unlock --force KEY [--config FILE]
+//   dlock --version | --help | CMD --help
+
+#include <functional>
+#include <iostream>
+#include <span>
+#include <string>
+
+#include "cli_options.hpp"
+#include "dlock/errors.hpp"
+#include "dlock/version.hpp"
+#include "exit_codes.hpp"
+#include "run_command.hpp"
+#include "status_command.hpp"
+#include "unlock_command.hpp"
+
+namespace {
+
+using namespace dlock::cli;
+
+const char* const kUsage =
+    "usage: dlock COMMAND [OPTIONS]\n"
+    "Reentrant distributed locks on Redis, from the shell.\n"
+    "  run KEY [options] -- COMMAND [ARGS...]   run COMMAND while holding the lock KEY\n"
+    "  status KEY... [--json]                   show who holds each lock, hold count, lease, fencing token\n"
+    "  unlock --force KEY                       break a lock, whoever holds it (operators' escape hatch)\n"
+    "  --version                                print the dlock version\n"
+    "  -h, --help                               show this help; `dlock COMMAND --help` for a command's options\n"
+    "Every command takes --config FILE (default: $DLOCK_CONFIG, else built-in defaults:\n"
+    "Redis at 127.0.0.1:6379, prefix dlock:, overridden by DLOCK_REDIS_HOST/PORT/PASSWORD).\n"
+    "Exit status 64 for bad usage, 69 Redis unreachable, 78 bad config; see each command's help.\n";
+
+struct Subcommand {
+  const char* name;
+  const char* usage;
+  std::function<int(std::span<char* const>)> run;
+};
+
+// The message, the command's synopsis (its usage's first line) and where to read more.
+void print_usage_error(const Subcommand& command, const char* message) {
+  const std::string usage = command.usage;
+  std::cerr << "dlock " << command.name << ": " << message << "\n"
+            << usage.substr(0, usage.find('\n') + 1) << "Try 'dlock " << command.name << " --help' for more.\n";
+}
+
+// Turns what a subcommand throws into a one-line message and a sysexits code.
+int run_reporting_errors(const Subcommand& command, std::span<char* const> args) {
+  try {
+    return command.run(args);
+  } catch (const UsageError& e) {
+    print_usage_error(command, e.what());
+    return kExitUsage;
+  } catch (const dlock::InvalidArgument& e) {  // e.g. an empty or too long KEY
+    print_usage_error(command, e.what());
+    return kExitUsage;
+  } catch (const dlock::ConfigError& e) {
+    std::cerr << "dlock: config error: " << e.what() << "\n";
+    return kExitConfig;
+  } catch (const dlock::ConnectionError& e) {
+    std::cerr << "dlock: redis unreachable: " << e.what() << "\n";
+    return kExitUnavailable;
+  } catch (const std::exception& e) {
+    std::cerr << "dlock: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::span<char* const> args(argv, static_cast<std::size_t>(argc));
+  if (args.size() < 2) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string first = args[1];
+  if (first == "--version" || first == "-V") {
+    std::cout << "dlock " << dlock::version() << "\n";
+    return kExitOk;
+  }
+  if (first == "--help" || first == "-h" || first == "help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  const Subcommand subcommands[] = {
+      {"run", kRunUsage, run_command},
+      {"status", kStatusUsage, status_command},
+      {"unlock", kUnlockUsage, unlock_command},
+  };
+  for (const auto& command : subcommands) {
+    if (first == command.name) return run_reporting_errors(command, args.subspan(2));
+  }
+  std::cerr << "dlock: unknown command '" << first << "'\n" << kUsage;
+  return kExitUsage;
+}

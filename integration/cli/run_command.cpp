@@ -1,0 +1,143 @@
+#include "run_command.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "child_process.hpp"
+#include "cli_config.hpp"
+#include "cli_options.hpp"
+#include "duration.hpp"
+#include "dlock/dlock.hpp"
+#include "exit_codes.hpp"
+#include "signal_forwarder.hpp"
+
+namespace dlock::cli {
+
+const char* const kRunUsage =
+    "usage: dlock run KEY [--wait DUR] [--lease DUR] [--config FILE] [--kill-on-lost] -- COMMAND [ARGS...]\n"
+    "Runs COMMAND while holding the distributed lock KEY, like flock(1) across hosts.\n"
+    "  --wait DUR       how long to wait for a busy lock (default: lock.wait_ms of the config, 0 = try once)\n"
+    "  --lease DUR      fixed lease, never renewed (default: watchdog-renewed for as long as COMMAND runs)\n"
+    "  --config FILE    dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
+    "                   with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
+    "  --kill-on-lost   send COMMAND SIGTERM if the lock is lost while it runs\n"
+    "  -h, --help       show this help\n"
+    "`--` may be left out if COMMAND does not start with '-'; what follows COMMAND is its own.\n"
+    "DUR is 250ms, 10s, 2m, 1h or a number of milliseconds. SIGINT, SIGTERM and SIGHUP are passed on\n"
+    "to COMMAND. Exit status: COMMAND's own (128+N if signal N killed it; 1 if it exited 0 but the lock\n"
+    "was lost meanwhile), 75 lock busy for the whole wait, 69 Redis unreachable, 78 bad config,\n"
+    "64 bad usage, 127 COMMAND not found, 126 COMMAND not executable.\n";
+
+namespace {
+
+// Shared with the on_lost hook, which runs on the lock service's watchdog thread.
+struct RunState {
+  std::string key;
+  std::string command;
+  bool kill_on_lost = false;
+  std::atomic<pid_t> child{0};    // atomic: set once COMMAND runs, 0 again once reaped
+  std::atomic<bool> lost{false};  // atomic: the watchdog reported the lock lost
+};
+
+void report_lost(RunState& state) {
+  state.lost.store(true);
+  std::string line = "dlock: lost the lock " + state.key + " while " + state.command + " was running";
+  const pid_t child = state.child.load();
+  if (state.kill_on_lost && child > 0) {
+    ::kill(child, SIGTERM);
+    line += "; sent it SIGTERM";
+  } else if (!state.kill_on_lost) {
+    line += "; it may overlap another holder (use --kill-on-lost to stop it)";
+  }
+  std::cerr << line + "\n" << std::flush;
+}
+
+LockOptions lock_options(const ParsedArgs& parsed) {
+  LockOptions options;
+  if (auto wait = parsed.value("--wait")) options.wait = parse_duration(*wait, "--wait");
+  if (auto lease = parsed.value("--lease")) {
+    options.lease = parse_duration(*lease, "--lease");
+    if (options.lease->count() <= 0) throw UsageError("--lease: must be longer than 0");
+  }
+  return options;
+}
+
+// Releases the hold; a lock that turns out to be gone counts as lost.
+void release(LockGuard& guard, RunState& state) {
+  try {
+    guard.unlock();
+  } catch (const LockLostError& e) {
+    state.lost.store(true);
+    std::cerr << "dlock: " << e.what() << "\n";
+  } catch (const Error& e) {
+    std::cerr << "dlock: could not release " << state.key << " (it expires by itself within its lease): "
+              << e.what() << "\n";
+  }
+}
+
+}  // namespace
+
+int run_command(std::span<char* const> args) {
+  const OptionSpec spec{{"--wait", "--lease", "--config"}, {"--kill-on-lost"}, 1};
+  const ParsedArgs parsed = parse_args(args, spec);
+  if (parsed.help) {
+    std::cout << kRunUsage;
+    return kExitOk;
+  }
+  if (parsed.positionals.empty()) throw UsageError("run needs a KEY");
+  if (parsed.command.empty()) throw UsageError("run needs a COMMAND after --");
+  const LockOptions options = lock_options(parsed);
+
+  const InheritedFds inherited;  // before the lock service opens its sockets
+  auto state = std::make_shared<RunState>();
+  state->key = parsed.positionals.front();
+  state->command = parsed.command.front();
+  state->kill_on_lost = parsed.has("--kill-on-lost");
+
+  const Config config = resolve_config(parsed.value("--config"));
+  auto service = make_lock_service(config);
+  service->on_lost([state](const std::string&) { report_lost(*state); });
+
+  LockGuard guard = service->try_lock(state->key, options);
+  if (!guard) {
+    const Millis waited = options.wait.value_or(config.lock.wait);
+    std::cerr << "dlock: " << state->key << " is held by another owner; not had within " << waited.count()
+              << "ms\n";
+    return kExitTempFail;
+  }
+
+  // Installed once the lock is held: a signal before this point ends dlock
+  // the default way, with no command started; one from here on is passed on.
+  SignalForwarder forwarder;
+  if (const int signal = forwarder.take_pending(); signal != 0) {
+    release(guard, *state);
+    return kExitSignalBase + signal;
+  }
+  const SpawnResult child = spawn(parsed.command, inherited);
+  if (child.pid < 0) {
+    std::cerr << "dlock: " << state->command << ": " << std::strerror(child.error) << "\n";
+    release(guard, *state);
+    return child.error == ENOENT ? kExitNotFound : kExitCannotExecute;
+  }
+  state->child.store(child.pid);
+  forwarder.attach(child.pid);
+  // The hook may have fired before the child existed; it could not stop it then.
+  if (state->kill_on_lost && state->lost.load()) ::kill(child.pid, SIGTERM);
+
+  wait_until_ended(child.pid);
+  state->child.store(0);
+  forwarder.detach();
+  const int status = reap(child.pid);
+  release(guard, *state);
+  if (state->lost.load() && status == kExitOk) return kExitFailure;
+  return status;
+}
+
+}  // namespace dlock::cli

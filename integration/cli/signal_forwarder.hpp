@@ -1,0 +1,40 @@
+#pragma once
+// Passes SIGINT, SIGTERM and SIGHUP sent to `dlock run` on to its command.
+//
+// The handlers are process-wide and may run on any thread (the lock
+// service's threads do not block signals); they only read and write lock-free
+// atomics and call kill(), both async-signal-safe. A signal that arrives
+// before the child exists is kept as pending, and exactly one of the handler
+// and attach() passes it on. Terminal-generated signals (si_code SI_KERNEL)
+// are not passed on: the terminal sent them to the whole foreground process
+// group, the command included, already.
+
+#include <sys/types.h>
+
+namespace dlock::cli {
+
+class SignalForwarder {
+ public:
+  // Installs the handlers, except for a signal that was ignored when dlock
+  // started (nohup, `&` in a script): that one stays ignored, for the command
+  // too. Only one forwarder may exist at a time.
+  SignalForwarder();
+  // Restores the previous dispositions.
+  ~SignalForwarder();
+  SignalForwarder(const SignalForwarder&) = delete;
+  SignalForwarder& operator=(const SignalForwarder&) = delete;
+
+  // A signal received while there was no child yet (0 if none), consumed.
+  // Call before starting the child to decide not to start it at all.
+  int take_pending();
+
+  // From now on signals go to `child`; one that came in meanwhile is sent now.
+  void attach(pid_t child);
+  // Stops forwarding (the child has been reaped; its pid may be reused).
+  void detach();
+
+  // Whether `signal` is forwarded (false if it was ignored at start-up).
+  static bool forwards(int signal);
+};
+
+}  // namespace dlock::cli

@@ -1,0 +1,76 @@
+#include "unlock_command.hpp"
+
+#include <iostream>
+#include <string>
+
+#include "cli_config.hpp"
+#include "cli_options.hpp"
+#include "dlock/errors.hpp"
+#include "dlock/hiredis_executor.hpp"
+#include "dlock/logging.hpp"
+#include "exit_codes.hpp"
+#include "lock_names.hpp"
+
+namespace dlock::cli {
+
+const char* const kUnlockUsage =
+    "usage: dlock unlock --force KEY [--config FILE]\n"
+    "Deletes the lock KEY whoever holds it and wakes its waiters. The holder is not told at once:\n"
+    "its watchdog finds the lock gone at its next renewal and reports it lost. Logged at warn\n"
+    "level with the owner token(s) removed.\n"
+    "  --force         required: confirms that you mean to break another owner's lock\n"
+    "  --config FILE   dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
+    "                  with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
+    "  -h, --help      show this help\n"
+    "Exit status: 0 removed, 1 KEY was not held, 69 Redis unreachable, 78 bad config, 64 bad usage.\n";
+
+namespace {
+
+// KEYS: lock hash, release channel. Reads the owners and deletes the hash in
+// one step, so the owners reported are exactly the ones removed. HGETALL
+// fails on a key of another type before anything is written.
+constexpr const char* kForceUnlockScript = R"lua(
+local owners = redis.call('HGETALL', KEYS[1])
+-- not held: nothing to remove, nobody to wake
+if #owners == 0 then return owners end
+-- held (by anyone): delete it and wake the waiters as a normal final release does
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', KEYS[2], 'released')
+return owners
+)lua";
+
+}  // namespace
+
+int unlock_command(std::span<char* const> args) {
+  const ParsedArgs parsed = parse_args(args, OptionSpec{{"--config"}, {"--force"}, std::nullopt});
+  if (parsed.help) {
+    std::cout << kUnlockUsage;
+    return kExitOk;
+  }
+  if (parsed.positionals.size() != 1) throw UsageError("unlock needs exactly one KEY");
+  if (!parsed.has("--force")) throw UsageError("unlock breaks another owner's lock; say so with --force");
+  const std::string& key = parsed.positionals.front();
+
+  const Config config = resolve_config(parsed.value("--config"));
+  auto logger = make_logger(config.logging);
+  HiredisExecutor redis(config.redis);
+  redis.connect();
+
+  const LockNames names = lock_names(config.lock, key);
+  const RedisReply reply = redis.command({"EVAL", kForceUnlockScript, "2", names.lock, names.channel});
+  if (reply.is_error()) throw RedisError("forced unlock of " + names.lock + " failed: " + reply.str);
+  if (reply.elements.empty()) {
+    std::cerr << "dlock: " << key << " is not held; nothing to unlock\n";
+    return kExitFailure;
+  }
+  for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
+    const std::string& owner = reply.elements[i].str;
+    const std::string& holds = reply.elements[i + 1].str;
+    logger->warn("forced unlock of {}: removed owner {} (hold count {}); that holder no longer holds the lock",
+                 names.lock, owner, holds);
+    std::cout << key << ": unlocked; removed owner " << owner << " (hold count " << holds << ")\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace dlock::cli

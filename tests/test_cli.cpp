@@ -1,0 +1,424 @@
+// The `dlock` command, driven as an operator or a shell script drives it:
+// the real binary, against a throwaway Redis.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "dlock/version.hpp"
+#include "services.hpp"
+
+extern char** environ;
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch directory for one test: config files, scripts, output files.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("dlock-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+  std::string write(const std::string& name, const std::string& text, bool executable = false) const {
+    const std::string path = file(name);
+    std::ofstream(path) << text;
+    if (executable) fs::permissions(path, fs::perms::owner_all, fs::perm_options::add);
+    return path;
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A YAML config naming the test server, as an operator would write it.
+std::string config_file(const TempDir& dir, int port, const std::string& lock_section = "") {
+  return dir.write("dlock-" + std::to_string(port) + ".yaml",
+                   "redis:\n  host: 127.0.0.1\n  port: " + std::to_string(port) +
+                       "\n  connect_timeout_ms: 500\n  command_timeout_ms: 500\n" +
+                       (lock_section.empty() ? "" : "lock:\n" + lock_section) + "logging:\n  level: warn\n");
+}
+
+// One `dlock` process with its stdout and stderr in files.
+class Dlock {
+ public:
+  Dlock(const TempDir& dir, const std::vector<std::string>& args) {
+    static std::atomic<int> counter{0};
+    const std::string id = std::to_string(counter++);
+    out_path_ = dir.file("out-" + id);
+    err_path_ = dir.file("err-" + id);
+
+    std::vector<std::string> argv{DLOCK_CLI_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> arg_pointers;
+    for (auto& arg : argv) arg_pointers.push_back(arg.data());
+    arg_pointers.push_back(nullptr);
+    // The tests say which config to use; nothing leaks in from the caller's environment.
+    std::vector<char*> env_pointers;
+    for (char** var = environ; *var; ++var) {
+      if (std::strncmp(*var, "DLOCK_", 6) != 0) env_pointers.push_back(*var);
+    }
+    env_pointers.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int error = ::posix_spawn(&pid_, argv[0].c_str(), &actions, nullptr, arg_pointers.data(),
+                                    env_pointers.data());
+    posix_spawn_file_actions_destroy(&actions);
+    REQUIRE(error == 0);
+  }
+  ~Dlock() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  Dlock(const Dlock&) = delete;
+  Dlock& operator=(const Dlock&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // The exit status, or 128 + N if signal N killed dlock itself.
+  int wait() {
+    int status = 0;
+    REQUIRE(::waitpid(pid_, &status, 0) == pid_);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string out() const { return read_file(out_path_); }
+  std::string err() const { return read_file(err_path_); }
+
+ private:
+  pid_t pid_ = -1;
+  std::string out_path_;
+  std::string err_path_;
+};
+
+struct Result {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+Result dlock_cli(const TempDir& dir, const std::vector<std::string>& args) {
+  Dlock process(dir, args);
+  const int status = process.wait();
+  return {status, process.out(), process.err()};
+}
+
+// A shell script that says when it runs and writes which signal it got, then exits 0.
+std::string trap_script(const TempDir& dir) {
+  return dir.write("trap.sh",
+                   "#!/bin/sh\n"
+                   "for sig in TERM INT HUP; do trap \"echo $sig > '" + dir.file("marker") + "'; exit 0\" $sig; done\n"
+                   "touch '" + dir.file("ready") + "'\n"
+                   "while true; do sleep 0.05; done\n",
+                   true);
+}
+
+std::string joined(const std::vector<std::string>& args) {
+  std::string text;
+  for (const auto& arg : args) text += (text.empty() ? "" : " ") + arg;
+  return text;
+}
+
+// The raw JSON value of the first "name": in `json` (a string with its quotes).
+std::string json_field(const std::string& json, const std::string& name) {
+  std::smatch match;
+  if (!std::regex_search(json, match, std::regex("\"" + name + "\":(\"(?:[^\"\\\\]|\\\\.)*\"|[^,}\\]]*)"))) return "";
+  return match[1];
+}
+
+}  // namespace
+
+TEST_CASE("dlock run: two processes on one key never overlap", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  const std::string log = dir.file("log");
+  const std::string body = "echo start >> '" + log + "'; sleep 0.15; echo end >> '" + log + "'";
+  constexpr int kRounds = 3;
+
+  std::vector<int> statuses(2 * kRounds, -1);
+  std::vector<std::thread> runners;
+  for (int runner = 0; runner < 2; ++runner) {
+    runners.emplace_back([&, runner] {
+      for (int round = 0; round < kRounds; ++round) {
+        Dlock process(dir, {"run", "cli:shared", "--wait", "20s", "--config", config, "--", "sh", "-c", body});
+        statuses[static_cast<std::size_t>(runner * kRounds + round)] = process.wait();
+      }
+    });
+  }
+  for (auto& runner : runners) runner.join();
+
+  for (int status : statuses) CHECK(status == 0);
+  std::istringstream lines(read_file(log));
+  std::vector<std::string> seen;
+  for (std::string line; std::getline(lines, line);) seen.push_back(line);
+  INFO(read_file(log));
+  REQUIRE(seen.size() == 4 * kRounds);
+  for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == (i % 2 == 0 ? "start" : "end"));
+  CHECK(redis.run({"EXISTS", "dlock:{cli:shared}"}) == "0");
+  CHECK(redis.run({"GET", "dlock:{cli:shared}:fence"}) == std::to_string(2 * kRounds));
+}
+
+TEST_CASE("dlock run exits with the command's own status, 128+N when a signal killed it", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  CHECK(dlock_cli(dir, {"run", "cli:status", "--config", config, "--", "sh", "-c", "exit 7"}).status == 7);
+  CHECK(dlock_cli(dir, {"run", "cli:status", "--config", config, "--", "true"}).status == 0);
+  CHECK(dlock_cli(dir, {"run", "cli:status", "--config", config, "--", "sh", "-c", "kill -KILL $$"}).status ==
+        128 + SIGKILL);
+  const auto output = dlock_cli(dir, {"run", "cli:status", "--config", config, "--", "echo", "a  b", "--wait"});
+  CHECK(output.out == "a  b --wait\n");  // arguments after -- reach the command untouched
+  CHECK(redis.run({"EXISTS", "dlock:{cli:status}"}) == "0");
+}
+
+TEST_CASE("dlock run exits 75 when a busy lock is not had within the wait", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  auto holder = dlock::test::make_service(redis);
+  auto guard = holder->lock("cli:busy");
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = dlock_cli(dir, {"run", "cli:busy", "--wait", "300ms", "--config", config_file(dir, redis.port()),
+                                      "--", "touch", dir.file("ran")});
+  CHECK(result.status == 75);
+  CHECK(dlock::test::elapsed_ms(started) >= 300);
+  CHECK_THAT(result.err, Catch::Contains("cli:busy is held by another owner; not had within 300ms"));
+  CHECK_FALSE(fs::exists(dir.file("ran")));
+  CHECK(guard);
+}
+
+TEST_CASE("dlock run exits 69 when Redis is unreachable and 78 for a bad config", "[cli]") {
+  TempDir dir;
+  const auto unreachable = dlock_cli(dir, {"run", "cli:k", "--config", config_file(dir, dlock::test::free_loopback_port()),
+                                           "--", "touch", dir.file("ran")});
+  CHECK(unreachable.status == 69);
+  CHECK_THAT(unreachable.err, Catch::Contains("redis unreachable"));
+
+  const std::string bad = dir.write("bad.yaml", "redis:\n  port: 70000\n");
+  const auto misconfigured = dlock_cli(dir, {"run", "cli:k", "--config", bad, "--", "touch", dir.file("ran")});
+  CHECK(misconfigured.status == 78);
+  CHECK_THAT(misconfigured.err, Catch::Contains("bad.yaml:2: redis.port"));
+  CHECK(dlock_cli(dir, {"status", "cli:k", "--config", bad}).status == 78);
+  CHECK(dlock_cli(dir, {"unlock", "--force", "cli:k", "--config", dir.file("missing.yaml")}).status == 78);
+  CHECK_FALSE(fs::exists(dir.file("ran")));
+}
+
+TEST_CASE("dlock rejects bad options and arguments with usage on stderr and exit 64", "[cli]") {
+  TempDir dir;
+  const std::vector<std::vector<std::string>> bad_lines = {
+      {},
+      {"frobnicate"},
+      {"run", "cli:k", "--bogus", "--", "true"},
+      {"run", "cli:k", "--wait", "soon", "--", "true"},
+      {"run", "cli:k", "--lease", "0s", "--", "true"},
+      {"run", "cli:k", "--wait"},
+      {"run", "cli:k"},
+      {"run"},
+      {"status"},
+      {"status", "cli:k", "--json=yes"},
+      {"unlock", "cli:k"},
+      {"unlock", "--force"},
+  };
+  for (const auto& args : bad_lines) {
+    const auto result = dlock_cli(dir, args);
+    INFO("dlock " << joined(args));
+    CHECK(result.status == 64);
+    CHECK_THAT(result.err, Catch::Contains("usage: dlock"));
+    CHECK(result.out.empty());
+  }
+}
+
+TEST_CASE("dlock run exits 127 when the command is not found, and frees the lock", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const auto result = dlock_cli(dir, {"run", "cli:missing", "--config", config_file(dir, redis.port()), "--",
+                                      "dlock-no-such-command-here", "arg"});
+  CHECK(result.status == 127);
+  CHECK_THAT(result.err, Catch::Contains("dlock-no-such-command-here"));
+  CHECK(redis.run({"EXISTS", "dlock:{cli:missing}"}) == "0");
+}
+
+TEST_CASE("dlock run passes a signal on to the command and releases the lock after it", "[cli]") {
+  const int signal = GENERATE(SIGTERM, SIGINT, SIGHUP);
+  const char* const name = signal == SIGTERM ? "TERM" : signal == SIGINT ? "INT" : "HUP";
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  Dlock process(dir, {"run", "cli:signal", "--config", config_file(dir, redis.port()), "--", trap_script(dir)});
+  REQUIRE(dlock::test::eventually([&] { return fs::exists(dir.file("ready")); }));
+  CHECK(redis.run({"EXISTS", "dlock:{cli:signal}"}) == "1");
+
+  ::kill(process.pid(), signal);
+  const int status = process.wait();
+  INFO(process.err());
+  CHECK(status == 0);  // the command trapped the signal and exited 0; dlock passes that on
+  CHECK(read_file(dir.file("marker")) == std::string(name) + "\n");
+  CHECK(redis.run({"EXISTS", "dlock:{cli:signal}"}) == "0");
+}
+
+TEST_CASE("dlock run --kill-on-lost stops the command when the lock is lost behind it", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port(), "  watchdog_timeout_ms: 600\n");
+  Dlock process(dir, {"run", "cli:lost", "--kill-on-lost", "--config", config, "--", trap_script(dir)});
+  REQUIRE(dlock::test::eventually([&] { return fs::exists(dir.file("ready")); }));
+
+  REQUIRE(redis.run({"DEL", "dlock:{cli:lost}"}) == "1");
+  const auto deleted = std::chrono::steady_clock::now();
+  const int status = process.wait();
+  INFO(process.err());
+  CHECK(dlock::test::elapsed_ms(deleted) < 3000);  // found at the next renewal, every 200 ms
+  CHECK(status != 0);
+  CHECK(read_file(dir.file("marker")) == "TERM\n");
+  CHECK_THAT(process.err(), Catch::Contains("lost the lock cli:lost") && Catch::Contains("sent it SIGTERM"));
+}
+
+TEST_CASE("dlock status --json shows the holder, hold count, lease and fencing token", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  auto service = dlock::test::make_service(redis);
+  auto first = service->lock("cli:held");
+  auto reentered = service->lock("cli:held");
+  auto previous = service->lock("cli:free");
+  previous.unlock();
+  const std::string weird = "we\"ird\\key\n\x01\xff";
+  auto weird_guard = service->lock(weird);
+  const std::string owner = redis.run({"HKEYS", "dlock:{cli:held}"});
+
+  const auto result = dlock_cli(dir, {"status", "cli:held", "cli:free", "cli:never", weird, "--config", config, "--json"});
+  INFO(result.out << result.err);
+  REQUIRE(result.status == 0);
+  std::istringstream lines(result.out);
+  std::vector<std::string> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(line);
+  REQUIRE(objects.size() == 4);
+  CHECK(objects.front().front() == '[');
+  CHECK(objects.back().back() == ']');
+
+  CHECK(json_field(objects[0], "key") == "\"cli:held\"");
+  CHECK(json_field(objects[0], "held") == "true");
+  CHECK(json_field(objects[0], "owner") == "\"" + owner + "\"");
+  CHECK(json_field(objects[0], "hold_count") == "2");
+  CHECK(json_field(objects[0], "fencing_token") == std::to_string(first.fencing_token()));
+  const long long lease_ms = std::stoll(json_field(objects[0], "lease_ms"));
+  CHECK(lease_ms > 0);
+  CHECK(lease_ms <= 30000);
+
+  CHECK(json_field(objects[1], "held") == "false");
+  CHECK(json_field(objects[1], "owner") == "null");
+  CHECK(json_field(objects[1], "lease_ms") == "null");
+  CHECK(json_field(objects[1], "fencing_token") == "1");
+  CHECK(json_field(objects[2], "fencing_token") == "null");
+
+  // Quotes, backslashes, control bytes and bytes that are not UTF-8 come out escaped.
+  CHECK(json_field(objects[3], "key") == R"("we\"ird\\key\n\u0001\u00ff")");
+  CHECK(json_field(objects[3], "held") == "true");
+
+  const auto text = dlock_cli(dir, {"status", "cli:held", "--config", config});
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::StartsWith("cli:held: held by " + owner + " (hold count 2)"));
+}
+
+TEST_CASE("dlock unlock --force frees a lock another service holds, and the holder sees it lost", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  auto holder = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = dlock::Millis(600); });
+  std::atomic<bool> hook_called{false};
+  holder->on_lost([&](const std::string& key) { hook_called = key == "cli:stuck"; });
+  auto guard = holder->lock("cli:stuck");
+  const std::string owner = redis.run({"HKEYS", "dlock:{cli:stuck}"});
+
+  const auto result = dlock_cli(dir, {"unlock", "--force", "cli:stuck", "--config", config});
+  INFO(result.out << result.err);
+  CHECK(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains(owner));
+  CHECK_THAT(result.err, Catch::Contains("warn") && Catch::Contains("forced unlock") && Catch::Contains(owner));
+  CHECK(redis.run({"EXISTS", "dlock:{cli:stuck}"}) == "0");
+
+  CHECK(dlock::test::eventually([&] { return guard.lost(); }, 3s));
+  CHECK(hook_called);
+  CHECK_THROWS_AS(guard.check(), dlock::LockLostError);
+
+  const auto again = dlock_cli(dir, {"unlock", "--force", "cli:stuck", "--config", config});
+  CHECK(again.status == 1);
+  CHECK_THAT(again.err, Catch::Contains("not held"));
+}
+
+TEST_CASE("dlock unlock --force wakes a waiter at once", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  auto holder = dlock::test::make_service(redis);
+  auto waiter = dlock::test::make_service(redis);
+  auto guard = holder->lock("cli:wake", {.lease = 30s});  // would expire only in 30 s
+  std::atomic<bool> acquired{false};
+  std::thread waiting([&] {
+    auto got = waiter->lock("cli:wake", {.wait = 20s});
+    acquired = static_cast<bool>(got);
+  });
+  std::this_thread::sleep_for(200ms);
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(dlock_cli(dir, {"unlock", "--force", "cli:wake", "--config", config_file(dir, redis.port())}).status == 0);
+  waiting.join();
+  CHECK(acquired);
+  CHECK(dlock::test::elapsed_ms(started) < 5000);
+}
+
+TEST_CASE("dlock --version prints the library version and --help describes every command and option", "[cli]") {
+  TempDir dir;
+  const auto version = dlock_cli(dir, {"--version"});
+  CHECK(version.status == 0);
+  CHECK(version.out == "dlock " + std::string(dlock::version()) + "\n");
+  CHECK(std::string(dlock::version()) == "0.1.0");
+
+  const auto help = dlock_cli(dir, {"--help"});
+  CHECK(help.status == 0);
+  for (const char* command : {"run", "status", "unlock", "--version"}) CHECK_THAT(help.out, Catch::Contains(command));
+  const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
+      {"run", {"--wait", "--lease", "--config", "--kill-on-lost", "75", "69", "78", "64", "127"}},
+      {"status", {"--config", "--json"}},
+      {"unlock", {"--force", "--config"}},
+  };
+  for (const auto& [command, names] : options) {
+    const auto usage = dlock_cli(dir, {command, "--help"});
+    CHECK(usage.status == 0);
+    for (const auto& name : names) CHECK_THAT(usage.out, Catch::Contains(name));
+  }
+}
