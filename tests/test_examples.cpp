@@ -82,6 +82,17 @@ TEST_CASE("flash_sale reports an unreachable Redis with exit 69", "[examples]") 
   CHECK_THAT(result.output, Catch::Contains("127.0.0.1"));
 }
 
+TEST_CASE("scheduled_job runs the job exactly once per round across instances", "[examples]") {
+  dlock::test::RedisServer redis;
+  auto result = run(std::string(SCHEDULED_JOB_BIN) + " --config " + config_for(redis) +
+                    " --job nightly --rounds 4 --period-ms 300 --processes 3");
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(field(result.output, "ran_once") == 4);
+  CHECK(field(result.output, "duplicates") == 0);
+  CHECK(field(result.output, "missed") == 0);
+}
+
 TEST_CASE("nested_reentrant prints hold counts 1, 2, 1, 0 and keeps out a second instance", "[examples]") {
   dlock::test::RedisServer redis;
   auto result = run(std::string(NESTED_REENTRANT_BIN) + " --config " + config_for(redis));

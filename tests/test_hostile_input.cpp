@@ -5,6 +5,9 @@
 // script-like keys are in test_arguments.cpp and test_scripts.cpp.)
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -277,4 +280,40 @@ TEST_CASE("a device that never ends is refused at the size limit", "[hostile][co
   CHECK(dlock::test::elapsed_ms(start) < 5000);
   // An empty device is an empty file: every default.
   CHECK(dlock::load_config("/dev/null").redis.port == 6379);
+}
+
+TEST_CASE("a config file that is a stray comma is a ConfigError, not an endless loop", "[hostile][config][!mayfail]") {
+  // Known defect (reported, found by fuzz/run.sh): yaml-cpp 0.7's LoadAll never returns on a
+  // document-level ',' (it yields empty documents forever, growing memory). Run in a child
+  // process with a memory cap and a deadline, so a hang fails this test instead of the suite.
+  ConfigFile comma("dlock-comma", ",");
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit memory{1L << 30, 1L << 30};
+    ::setrlimit(RLIMIT_DATA, &memory);
+    try {
+      dlock::load_config(comma.path);
+    } catch (const dlock::ConfigError& e) {
+      // Running out of the capped memory also ends as a ConfigError: that is the loop, not an answer.
+      ::_exit(std::string(e.what()).find("bad_alloc") == std::string::npos ? 0 : 4);
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(3);
+  }
+  int status = -1;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (::waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+      status = -1;
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  INFO("child status " << status << " (-1: still loading after 10 s; exit 4: ran out of memory)");
+  CHECK(status != -1);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }

@@ -115,6 +115,23 @@ TEST_CASE("a busy lock makes the block throw LockTimeoutError without running th
   CHECK_FALSE(ran);
 }
 
+TEST_CASE("macros build keys from fmt templates and take plain keys as they are", "[macros]") {
+  DefaultServiceReset reset;
+  dlock::test::RedisServer redis;
+  dlock::set_default_lock_service(dlock::test::make_service(redis));
+  const std::string sku = "42";
+  WITH_DISTRIBUTED_LOCK("stock:{}", sku) { CHECK(redis.run({"EXISTS", "dlock:{stock:42}"}) == "1"); }
+  {
+    DISTRIBUTED_LOCK_SCOPE("order:{}:{}", 7, 1001);
+    CHECK(redis.run({"EXISTS", "dlock:{order:7:1001}"}) == "1");
+  }
+  // One argument is never a template: its braces are part of the key.
+  WITH_DISTRIBUTED_LOCK(std::string("raw{}")) { CHECK(redis.run({"EXISTS", "dlock:{raw{}}"}) == "1"); }
+  CHECK(dlock::lock_key("a:{}:{}", "x", 3) == "a:x:3");
+  CHECK(dlock::lock_key("{}") == "{}");
+  CHECK(redis.run({"EXISTS", "dlock:{stock:42}", "dlock:{order:7:1001}", "dlock:{raw{}}"}) == "0");
+}
+
 TEST_CASE("an else after an if holding a macro block binds to the user's if", "[macros]") {
   DefaultServiceReset reset;
   dlock::test::RedisServer redis;

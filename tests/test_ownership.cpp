@@ -93,6 +93,21 @@ TEST_CASE("a guard whose fixed lease ran out throws LockLostError and spares the
   CHECK(redis.run({"HGETALL", "dlock:{k}"}) == new_owner);
 }
 
+TEST_CASE("a detached guard leaves its lock in Redis until the lease ends, unrenewed", "[ownership]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto other = dlock::test::make_service(redis);
+  auto guard = service->lock("job", {.lease = 400ms});
+  guard.detach();
+  CHECK_FALSE(guard);
+  CHECK(service->hold_count("job") == 0);
+  CHECK(service->watched_locks() == 0);
+  CHECK(redis.run({"EXISTS", "dlock:{job}"}) == "1");
+  CHECK_FALSE(other->try_lock("job"));
+  CHECK(other->lock("job", {.wait = 5s}));  // once the lease ran out
+  CHECK_NOTHROW(guard.unlock());            // nothing left to release
+}
+
 TEST_CASE("a guard outliving its service still releases its lock", "[ownership]") {
   dlock::test::RedisServer redis;
   dlock::LockGuard guard;

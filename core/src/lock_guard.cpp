@@ -71,4 +71,8 @@ void LockGuard::unlock() {
   if (service_ && hold_) service_->release(*hold_);
 }
 
+void LockGuard::detach() {
+  if (service_ && hold_) service_->release(*hold_, detail::ServiceCore::Release::locally_only);
+}
+
 }  // namespace dlock

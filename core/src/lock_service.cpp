@@ -208,7 +208,7 @@ LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std
   return LockGuard(shared_from_this(), std::move(hold));
 }
 
-void ServiceCore::release(Hold& hold) {
+void ServiceCore::release(Hold& hold, Release how) {
   if (hold.released.exchange(true)) return;
   const std::shared_ptr<HeldLock>& lock = hold.lock;
   bool final = false;
@@ -227,6 +227,7 @@ void ServiceCore::release(Hold& hold) {
   }
   // Before the release is sent, so no renewal can re-extend a released lock.
   if (final) watchdog_.unwatch(*lock);
+  if (how == Release::locally_only) return;
   if (lock->lost_flag.load()) {
     throw LockLostError(lock_label(lock->key) +
                         " was lost before this release (its lease ran out or it was taken over); Redis was left "

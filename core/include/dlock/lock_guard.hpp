@@ -64,6 +64,12 @@ class LockGuard {
   // Redis could not be told (the lock then expires within its lease).
   void unlock();
 
+  // Lets go of this hold WITHOUT releasing it: the guard becomes empty, the
+  // watchdog stops renewing, and the lock stays in Redis until its lease runs
+  // out. For work that must not run again before then, such as a scheduled
+  // job that one instance runs per period ("lock at least for"). Idempotent.
+  void detach();
+
  private:
   friend class detail::ServiceCore;
   LockGuard(std::shared_ptr<detail::ServiceCore> service, std::shared_ptr<detail::Hold> hold);

@@ -29,7 +29,9 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
 
   // An empty guard when `throw_on_timeout` is false and the wait ran out.
   LockGuard acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout);
-  void release(Hold& hold);
+  enum class Release { in_redis, locally_only };
+  // locally_only forgets the hold (and stops renewing) but leaves Redis to expire it.
+  void release(Hold& hold, Release how = Release::in_redis);
   void release_current_thread(std::string_view key);
   int hold_count(std::string_view key) const;
   void set_on_lost(std::function<void(const std::string&)> hook);

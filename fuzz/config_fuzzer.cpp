@@ -1,0 +1,52 @@
+// libFuzzer target over the YAML config loader: any bytes written to a file
+// and read by dlock::load_config must end in a Config or a dlock::ConfigError.
+// Any other exception escapes and is reported by libFuzzer as a crash, as are
+// sanitizer findings, timeouts (hangs) and leaks. Built by fuzz/run.sh.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "dlock/config.hpp"
+#include "dlock/errors.hpp"
+
+namespace {
+
+const std::string& input_path() {
+  static const std::string path = [] {
+    const char* dir = std::getenv("TMPDIR");
+    return std::string(dir && *dir ? dir : "/tmp") + "/dlock-config-fuzz-" + std::to_string(::getpid()) + ".yaml";
+  }();
+  return path;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // The loader lets these override the file; the fuzzer tests the file alone.
+  ::unsetenv("DLOCK_REDIS_HOST");
+  ::unsetenv("DLOCK_REDIS_PORT");
+  ::unsetenv("DLOCK_REDIS_PASSWORD");
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string& path = input_path();
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) std::abort();
+  if (size > 0 && std::fwrite(data, 1, size, file) != size) std::abort();
+  std::fclose(file);
+  try {
+    const dlock::Config config = dlock::load_config(path);
+    // A loaded config must hold values inside the documented ranges.
+    if (config.redis.port < 1 || config.redis.port > 65535 || config.redis.pool_size < 1 ||
+        config.lock.key_prefix.empty() || config.lock.max_key_bytes < 1 ||
+        config.lock.watchdog_timeout.count() <= 0 || config.lock.wait.count() < 0) {
+      std::abort();
+    }
+  } catch (const dlock::ConfigError&) {
+  }
+  return 0;
+}
