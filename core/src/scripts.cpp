@@ -45,8 +45,9 @@ local owner, lease, wait = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local function wait_in_line()
   if wait > 0 then
     if not redis.call('ZSCORE', KEYS[3], owner) then
+      -- Arrival in microseconds, built as text: a Lua number would print it rounded.
       local now = redis.call('TIME')
-      redis.call('ZADD', KEYS[3], now[1] * 1000 + math.floor(now[2] / 1000), owner)
+      redis.call('ZADD', KEYS[3], now[1] .. string.format('%06d', tonumber(now[2])), owner)
     end
     if redis.call('PTTL', KEYS[3]) < wait + 60000 then redis.call('PEXPIRE', KEYS[3], wait + 60000) end
   end
