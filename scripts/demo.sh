@@ -15,3 +15,6 @@ build/examples/flash_sale --config config/dlock.yaml --sku SKU-2 --stock 100 --b
 echo
 echo "== nested_reentrant =="
 build/examples/nested_reentrant --config config/dlock.yaml
+echo
+echo "== scheduled_job: 3 instances, exactly one runs each round =="
+build/examples/scheduled_job --config config/dlock.yaml --job nightly-report --rounds 4 --period-ms 400 --processes 3

@@ -36,7 +36,9 @@ fi
 
 if [ "$sanitize" = address ]; then
   build_dir=build-asan
-  flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  # g++ 12 reports false -Wmaybe-uninitialized in libstdc++'s <regex> under ASan; the plain
+  # build keeps that warning (and -Werror) for dlock's own code.
+  flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -Wno-maybe-uninitialized"
   export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 else
