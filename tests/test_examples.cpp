@@ -9,24 +9,14 @@
 #include <regex>
 
 #include "services.hpp"
+#include "shell_command.hpp"
+
+using Run = dlock::test::CommandResult;
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string output;
-};
+Run run(const std::string& command) { return dlock::test::run_shell(command); }
 
-Run run(const std::string& command) {
-  Run result;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
-  int status = ::pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 // A config file naming the test server, as a user would write it.
 std::string config_for(const dlock::test::RedisServer& redis) {

@@ -12,26 +12,16 @@
 #include <filesystem>
 
 #include "dlock/version.hpp"
+#include "shell_command.hpp"
 
 namespace fs = std::filesystem;
 
+using Run = dlock::test::CommandResult;
+
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string output;
-};
+Run shell(const std::string& command) { return dlock::test::run_shell(command); }
 
-Run shell(const std::string& command) {
-  Run result;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
-  const int status = ::pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
