@@ -4,8 +4,9 @@
 //
 // What dlock sends: PING (connect check), AUTH, SELECT (only for a database
 // other than 0), SCRIPT LOAD, EVALSHA, SUBSCRIBE, UNSUBSCRIBE. Redis 7 checks
-// the commands a script runs against the user too: TYPE, GET, INCR, HSET,
-// HEXISTS, HINCRBY, PEXPIRE, PTTL, DEL on the lock's keys and PUBLISH on its
+// the commands a script runs against the user too: TYPE, EXISTS, GET, SET,
+// INCR, HSET, HEXISTS, HINCRBY, PEXPIRE, PTTL, DEL on the lock's keys, ZADD,
+// ZSCORE, ZREM, ZPOPMIN on its line of waiters, TIME, and PUBLISH on its
 // channel.
 #include <catch2/catch.hpp>
 
@@ -21,7 +22,7 @@ namespace {
 const std::vector<std::string> kMinimalRights = {
     "resetkeys", "~dlock:*", "resetchannels", "&dlock:*", "-@all", "+ping", "+script|load", "+evalsha",
     "+subscribe", "+unsubscribe", "+type", "+get", "+incr", "+hset", "+hexists", "+hincrby", "+pexpire",
-    "+pttl", "+del", "+publish"};
+    "+pttl", "+del", "+publish", "+exists", "+set", "+zadd", "+zscore", "+zrem", "+zpopmin", "+time"};
 
 void set_user(const dlock::test::RedisServer& redis, const std::string& name, std::vector<std::string> rights) {
   std::vector<std::string> argv = {"ACL", "SETUSER", name, "reset", "on", ">secret"};
