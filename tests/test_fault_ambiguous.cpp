@@ -70,7 +70,7 @@ TEST_CASE("an acquire that timed out while Redis slept never leaves a lock held 
 }
 
 TEST_CASE("an acquire that timed out but ran leaves no extra hold once the same thread takes the lock again",
-          "[fault][ambiguous][!mayfail]") {
+          "[fault][ambiguous]") {
   // Known defect (reported): the acquire script counts the ambiguous acquire's hold as a
   // re-entry, so Redis holds 2 while the thread holds 1; the thread's final release then only
   // decrements, and the lock stays held for a further lease after its owner released it.

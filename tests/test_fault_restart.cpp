@@ -150,7 +150,7 @@ TEST_CASE("after a Redis restart the subscriber resubscribes by itself and relea
 }
 
 TEST_CASE("a waiter whose wait outlasts a Redis outage gets the lock without an error",
-          "[fault][restart][!mayfail]") {
+          "[fault][restart]") {
   // Known defect (reported): lock() with a wait rethrows the first ConnectionError it meets,
   // although the outage is shorter than the wait it was given.
   dlock::test::RedisServer redis;

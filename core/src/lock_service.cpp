@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "dlock/detail/service_core.hpp"
 #include "dlock/owner_token.hpp"
@@ -40,6 +41,8 @@ constexpr Millis kNoLeaseRetry{100};
 constexpr Millis kLinePoll{500};
 // How long a final release keeps the free lock for the waiter whose turn it is.
 constexpr Millis kTurnWindow{200};
+// While Redis is unreachable, a waiting lock() tries again on this period.
+constexpr Millis kOutageRetry{100};
 
 std::shared_ptr<spdlog::logger> default_logger() {
   if (auto logger = spdlog::get("dlock")) return logger;
@@ -117,6 +120,8 @@ void ServiceCore::throw_reply_error(std::string_view key, const Names& names, co
 }
 
 LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout) {
+  // A waiter may sleep for seconds: keep this alive even if the service object is dropped meanwhile.
+  const std::shared_ptr<ServiceCore> self = shared_from_this();
   validate(key, options);
   const Millis wait = options.wait.value_or(config_.wait);
   const bool renewed = !options.lease.has_value();
@@ -133,7 +138,23 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
   for (;;) {
     const Clock::time_point sent = Clock::now();
     const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
-    RedisReply reply = scripts_.run(kAcquireScript, script_keys, {owner, lease_arg, std::to_string(wait_left.count())});
+    RedisReply reply;
+    try {
+      reply = scripts_.run(kAcquireScript, script_keys,
+                           {owner, lease_arg, std::to_string(wait_left.count()), std::to_string(known_holds(owner, key))});
+    } catch (const ConnectionError&) {
+      // An outage shorter than the wait is waited out; a reply lost to it is
+      // harmless, since the next try adopts a hold it may have left.
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) throw;
+      const Millis nap = std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now));
+      if (ticket) {
+        ticket.wait(nap);  // the subscriber's reconnect notice ends it early
+      } else {
+        std::this_thread::sleep_for(nap);
+      }
+      continue;
+    }
     if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 2 ||
         reply.elements[0].type != RedisReply::Type::Integer) {
       throw_reply_error(key, names, reply, "acquire");
@@ -284,6 +305,12 @@ void ServiceCore::release_current_thread(std::string_view key) {
   release(*latest);
 }
 
+int ServiceCore::known_holds(const std::string& owner, std::string_view key) const {
+  std::lock_guard guard(mutex_);
+  auto it = held_.find(owner + '|' + std::string(key));
+  return it == held_.end() || it->second->lost_flag.load() ? 0 : it->second->holds;
+}
+
 void ServiceCore::leave_line(const Names& names, const std::string& owner) {
   // Best effort: a waiter left in line costs the others one turn window at most.
   try {
@@ -338,11 +365,13 @@ RedisLockService::RedisLockService(std::shared_ptr<RedisExecutor> redis, LockCon
 RedisLockService::~RedisLockService() = default;
 
 LockGuard RedisLockService::lock(std::string_view key, LockOptions options) {
-  return core_->acquire(key, options, true);
+  const auto core = core_;
+  return core->acquire(key, options, true);
 }
 
 LockGuard RedisLockService::try_lock(std::string_view key, LockOptions options) {
-  return core_->acquire(key, options, false);
+  const auto core = core_;
+  return core->acquire(key, options, false);
 }
 
 void RedisLockService::unlock(std::string_view key) { core_->release_current_thread(key); }

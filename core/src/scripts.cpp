@@ -21,21 +21,23 @@ local function wrong_type(key, wanted)
 end
 -- Hands the next turn to the oldest waiter in line: for a window only it may
 -- take the free lock. Publishes its token (empty: nobody waits, anyone may).
+-- The publish goes first: it is the step a user's channel rights may refuse,
+-- and a refusal must leave nothing half done.
 local function hand_turn(queue, turn, channel, window)
-  local next_owner = ''
-  local head = redis.call('ZPOPMIN', queue)
-  if head[1] then
-    next_owner = head[1]
+  local next_owner = redis.call('ZRANGE', queue, 0, 0)[1] or ''
+  redis.call('PUBLISH', channel, next_owner)
+  if next_owner ~= '' then
+    redis.call('ZREM', queue, next_owner)
     redis.call('SET', turn, next_owner, 'PX', window)
   end
-  redis.call('PUBLISH', channel, next_owner)
   return next_owner
 end
 )lua";
 
 }  // namespace
 
-// KEYS: lock, fence, queue, turn. ARGV: owner, lease_ms, wait_ms (0: try once, stay out of line).
+// KEYS: lock, fence, queue, turn. ARGV: owner, lease_ms, wait_ms (0: try once, stay out of line),
+// holds the caller knows of (0: it believes it holds none).
 const Script kAcquireScript{"acquire", kPrelude + R"lua(
 local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'string') or wrong_type(KEYS[3], 'zset')
   or wrong_type(KEYS[4], 'string')
@@ -55,7 +57,15 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   -- Held by this owner: re-entry. Count the hold; the lease only ever grows.
   if redis.call('HEXISTS', KEYS[1], owner) == 1 then
-    local holds = redis.call('HINCRBY', KEYS[1], owner, 1)
+    local holds
+    if ARGV[4] == '0' then
+      -- The caller knows of no hold: the one here is left by an acquire whose
+      -- reply was lost (a timeout). Adopt it as the first hold, not a second.
+      redis.call('HSET', KEYS[1], owner, 1)
+      holds = 1
+    else
+      holds = redis.call('HINCRBY', KEYS[1], owner, 1)
+    end
     if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
     return {1, holds, redis.call('GET', KEYS[2]) or '0'}
   end
@@ -93,28 +103,28 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
   return {-1, 0, ''}
 end
 -- An inner hold: one fewer, the outer holder keeps the lock.
-local holds = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
-if holds > 0 then
+if tonumber(redis.call('HGET', KEYS[1], ARGV[1])) > 1 then
+  local holds = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
   if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
   end
   return {1, holds, ''}
 end
--- The outermost hold: free the lock and give the next waiter its turn.
+-- The outermost hold: give the next waiter its turn and free the lock.
+local next_owner = hand_turn(KEYS[3], KEYS[4], KEYS[2], ARGV[3])
 redis.call('DEL', KEYS[1])
-return {0, 0, hand_turn(KEYS[3], KEYS[4], KEYS[2], ARGV[3])}
+return {0, 0, next_owner}
 )lua"};
 
 // KEYS: queue, turn, channel. ARGV: owner, window_ms. A waiter that gives up.
 const Script kLeaveScript{"leave", kPrelude + R"lua(
 local bad = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'string')
 if bad then return redis.error_reply(bad) end
-redis.call('ZREM', KEYS[1], ARGV[1])
 -- It was this waiter's turn: pass it on rather than let the lock idle through the window.
 if redis.call('GET', KEYS[2]) == ARGV[1] then
-  redis.call('DEL', KEYS[2])
-  hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
+  if hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2]) == '' then redis.call('DEL', KEYS[2]) end
 end
+redis.call('ZREM', KEYS[1], ARGV[1])
 return 1
 )lua"};
 

@@ -2,6 +2,7 @@
 // reports anything it cannot use as "FILE:LINE: setting: problem; what to do".
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,10 +12,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include "config_validation.hpp"
@@ -341,10 +346,16 @@ void apply_environment(const Source& source, Config& config) {
 // Reads the whole file with POSIX calls, which report why a read failed
 // (errno) where an ifstream only says that it did.
 std::string read_file(const std::filesystem::path& path, const Source& source) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer that never comes.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     source.fail(1, std::string("cannot open the config file: ") + std::strerror(errno) +
                        "; check the path given for the dlock config");
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode))) {
+    ::close(fd);
+    source.fail(1, "the config path is a pipe or socket, not a file; give the path of a YAML file");
   }
   std::string text;
   char buffer[65536];
@@ -384,6 +395,37 @@ std::string tab_hint(const std::string& text, int line) {
   return tab_in_indent ? " (this line is indented with a tab; YAML allows only spaces)" : "";
 }
 
+// Listens to a parse without building anything; only the second document's start matters.
+class SecondDocumentFinder : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> second_start;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ == 2) second_start = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  int documents_ = 0;
+};
+
+// The start of a second document, if the text has one. At most two
+// documents are parsed: yaml-cpp 0.7's LoadAll never ends on some malformed
+// input (a leading ',') while its parser keeps yielding empty documents.
+std::optional<YAML::Mark> second_document(const std::string& text) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  SecondDocumentFinder finder;
+  if (parser.HandleNextDocument(finder)) parser.HandleNextDocument(finder);
+  return finder.second_start;
+}
+
 }  // namespace
 
 Config load_config(const std::filesystem::path& yaml) {
@@ -392,12 +434,11 @@ Config load_config(const std::filesystem::path& yaml) {
   std::string text;
   try {
     text = read_file(yaml, source);
-    const auto documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      source.fail(documents[1],
-                  "a second YAML document (after \"---\"); put all settings in one document");
+    const YAML::Node document = YAML::Load(text);
+    if (auto second = second_document(text)) {
+      source.fail(second->line + 1, "a second YAML document (after \"---\"); put all settings in one document");
     }
-    if (!documents.empty()) read_document(documents.front(), source, config);
+    read_document(document, source, config);
     apply_environment(source, config);
   } catch (const ConfigError&) {
     throw;

@@ -3,7 +3,7 @@
 // them by EVALSHA. Every user value travels in KEYS/ARGV, never in the text.
 //
 // Reply shapes (the core parses them in lock_service.cpp):
-//   acquire(lock, fence, queue, turn; owner, lease_ms, wait_ms)
+//   acquire(lock, fence, queue, turn; owner, lease_ms, wait_ms, holds known to the caller)
 //       → {1, holds, fencing_token as a decimal string} | {0, ms the caller may sleep at most}
 //   release(lock, channel, queue, turn; owner, lease_ms, window_ms)
 //       → {-1, 0, ''} not owner | {1, holds left, ''} | {0, 0, next owner or ''} freed and published

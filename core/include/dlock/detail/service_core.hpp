@@ -46,6 +46,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   Names names_for(std::string_view key) const;
   std::string owner_token() const;
   void leave_line(const Names& names, const std::string& owner);
+  // This process' holds of `key` under `owner` (0 if none or lost), as the acquire script wants them.
+  int known_holds(const std::string& owner, std::string_view key) const;
   void validate(std::string_view key, const LockOptions& options) const;
   LockGuard grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
                   std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
