@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   return example::run_reporting_errors([&] {
     const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
     // Start at a round boundary a little ahead, the same for every instance.
-    const long long first_round = now_ms() / period_ms + 2;
+    const long long first_round = now_ms() / period_ms + 3;
     std::vector<pid_t> children;
     for (long long p = 0; p < processes; ++p) {
       pid_t child = ::fork();  // before this process starts any thread

@@ -374,7 +374,8 @@ TEST_CASE("dlock unlock --force frees a lock another service holds, and the hold
   CHECK(redis.run({"EXISTS", "dlock:{cli:stuck}"}) == "0");
 
   CHECK(dlock::test::eventually([&] { return guard.lost(); }, 3s));
-  CHECK(hook_called);
+  // The hook runs on the watchdog's thread just after the guard reads lost.
+  CHECK(dlock::test::eventually([&] { return hook_called.load(); }, 3s));
   CHECK_THROWS_AS(guard.check(), dlock::LockLostError);
 
   const auto again = dlock_cli(dir, {"unlock", "--force", "cli:stuck", "--config", config});

@@ -75,7 +75,7 @@ TEST_CASE("flash_sale reports an unreachable Redis with exit 69", "[examples]") 
 TEST_CASE("scheduled_job runs the job exactly once per round across instances", "[examples]") {
   dlock::test::RedisServer redis;
   auto result = run(std::string(SCHEDULED_JOB_BIN) + " --config " + config_for(redis) +
-                    " --job nightly --rounds 4 --period-ms 300 --processes 3");
+                    " --job nightly --rounds 4 --period-ms 400 --processes 3");
   INFO(result.output);
   CHECK(result.status == 0);
   CHECK(field(result.output, "ran_once") == 4);

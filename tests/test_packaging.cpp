@@ -77,7 +77,7 @@ TEST_CASE("installed dlock is found by find_package(dlock) from another CMake pr
   const fs::path build = tree.prefix() / "consumer-build";
   const auto configure = shell(std::string("'" CMAKE_COMMAND "' -S '" DLOCK_SOURCE_DIR "/tests/consumer' -B ") +
                                quoted(build) + " -DCMAKE_CXX_COMPILER='" CXX_COMPILER "' -DCMAKE_PREFIX_PATH=" +
-                               quoted(tree.prefix()));
+                               quoted(tree.prefix()) + " -DCMAKE_CXX_FLAGS='" CONSUMER_FLAGS "'");
   INFO(configure.output);
   REQUIRE(configure.status == 0);
   const auto compile = shell(std::string("'" CMAKE_COMMAND "' --build ") + quoted(build));
@@ -95,7 +95,8 @@ TEST_CASE("installed dlock links a program through pkg-config --cflags --libs dl
   const std::string pkg_config = "PKG_CONFIG_PATH=" + quoted(tree.libdir() / "pkgconfig") + " pkg-config";
   const auto modversion = shell(pkg_config + " --modversion dlock");
   CHECK(modversion.output == std::string(dlock::version()) + "\n");
-  const auto compile = shell(std::string("'" CXX_COMPILER "' -std=c++20 '" DLOCK_SOURCE_DIR "/tests/consumer/main.cpp' -o ") +
+  const auto compile = shell(std::string("'" CXX_COMPILER "' -std=c++20 " CONSUMER_FLAGS " '" DLOCK_SOURCE_DIR
+                                         "/tests/consumer/main.cpp' -o ") +
                              quoted(program) + " $(" + pkg_config + " --cflags --libs dlock)");
   INFO(compile.output);
   REQUIRE(compile.status == 0);
