@@ -130,8 +130,8 @@ TEST_CASE("a user with a wrong password fails at start-up with ConnectionError",
 }
 
 TEST_CASE("a user without channel rights: release fails before it deletes anything", "[acl]") {
-  // Known defect (reported): the release script DELetes the lock and then PUBLISHes; Redis
-  // refuses the PUBLISH after the DEL, so the caller gets an error for a release that happened.
+  // Redis checks a script's PUBLISH against the user's channel rights. The release script
+  // publishes before it writes anything, so a refusal leaves the lock as it was, not half released.
   dlock::test::RedisServer redis;
   set_user(redis, "nochannels", without(kMinimalRights, "&dlock:*"));
   auto service = dlock::test::make_service(redis, as_user("nochannels"));

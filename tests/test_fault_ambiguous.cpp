@@ -71,9 +71,9 @@ TEST_CASE("an acquire that timed out while Redis slept never leaves a lock held 
 
 TEST_CASE("an acquire that timed out but ran leaves no extra hold once the same thread takes the lock again",
           "[fault][ambiguous]") {
-  // Known defect (reported): the acquire script counts the ambiguous acquire's hold as a
-  // re-entry, so Redis holds 2 while the thread holds 1; the thread's final release then only
-  // decrements, and the lock stays held for a further lease after its owner released it.
+  // Counted as a re-entry, the hold the lost reply left would make Redis hold 2 while the thread
+  // holds 1, and the lock would outlive its owner's final release by a lease. The acquire script
+  // is told the holds the caller knows of and adopts such a hold instead.
   dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
   auto service = dlock::test::make_service(redis, short_timeouts(5000ms));
 

@@ -151,8 +151,7 @@ TEST_CASE("after a Redis restart the subscriber resubscribes by itself and relea
 
 TEST_CASE("a waiter whose wait outlasts a Redis outage gets the lock without an error",
           "[fault][restart]") {
-  // Known defect (reported): lock() with a wait rethrows the first ConnectionError it meets,
-  // although the outage is shorter than the wait it was given.
+  // An outage shorter than the wait is waited out, not thrown at the first ConnectionError.
   dlock::test::RedisServer redis;
   auto holder = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = 1000ms; });
   auto waiting = dlock::test::make_service(redis);

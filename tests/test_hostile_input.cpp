@@ -123,8 +123,8 @@ TEST_CASE("a held lock overwritten by another program's string is lost at the ne
 }
 
 TEST_CASE("fencing tokens stay exact and strictly growing past 2^53", "[hostile]") {
-  // Known defect (reported): the scripts pass the token through a Lua number (a double), so
-  // beyond 2^53 tokens are rounded and two acquisitions can get the same token.
+  // Lua numbers are doubles: a token passed through one would be rounded beyond 2^53, and two
+  // acquisitions could get the same token. The scripts return it as text.
   dlock::test::RedisServer redis;
   auto service = dlock::test::make_service(redis);
   redis.run({"SET", "dlock:{f}:fence", "9007199254740991"});  // 2^53 - 1
