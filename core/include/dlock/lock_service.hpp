@@ -23,7 +23,13 @@
 // What it leaves in Redis, for a key K and prefix P (lock.key_prefix):
 //   P{K}          hash: owner token → hold count, with the lease as its PTTL
 //   P{K}:fence    the fencing counter, INCRed on each first acquisition; kept
-//   P{K}:released channel: a message on each final release
+//   P{K}:released channel: a message on each final release, naming the next owner
+//   P{K}:queue    sorted set: waiting owner tokens by arrival, while anyone waits
+//   P{K}:turn     for a short window after a final release, the waiter whose turn it is
+//
+// Fairness: waiters are served in arrival order across threads, processes
+// and hosts; a zero wait (try once) never queues and fails during another
+// waiter's turn.
 
 #include <functional>
 #include <memory>
@@ -59,8 +65,9 @@ class RedisLockService {
   RedisLockService& operator=(const RedisLockService&) = delete;
 
   // Blocks until the lock is had or the wait (options.wait, else
-  // lock.wait_ms) runs out, sleeping on the lock's release notice between
-  // tries. A zero wait tries once. Throws LockTimeoutError when not had in
+  // lock.wait_ms) runs out, in line behind earlier waiters, sleeping on the
+  // lock's release notice between tries; an outage of Redis shorter than the
+  // wait is waited out. A zero wait tries once. Throws LockTimeoutError when not had in
   // time, InvalidArgument for an empty or too long key, a negative wait or a
   // lease ≤ 0, ConnectionError when Redis cannot be reached, RedisError when
   // a key of another type sits at the lock's name. Leaves in Redis: the lock
