@@ -104,3 +104,26 @@ TEST_CASE("installed dlock links a program through pkg-config --cflags --libs dl
   CHECK(run.status == 0);
   CHECK_THAT(run.output, Catch::Contains(kExpectedOutput));
 }
+
+TEST_CASE("dlock added with add_subdirectory builds a consumer and none of dlock's own tests or tools",
+          "[packaging]") {
+  InstalledTree scratch;  // only for its temporary directory
+  const fs::path build = scratch.prefix() / "subdirectory-build";
+  const auto configure =
+      shell(std::string("'" CMAKE_COMMAND "' -S '" DLOCK_SOURCE_DIR "/tests/consumer_subdirectory' -B ") +
+            quoted(build) + " -DCMAKE_CXX_COMPILER='" CXX_COMPILER "' -DDLOCK_SOURCE_DIR='" DLOCK_SOURCE_DIR
+            "' -DCMAKE_CXX_FLAGS='" CONSUMER_FLAGS "'");
+  INFO(configure.output);
+  REQUIRE(configure.status == 0);
+  const auto targets = shell(std::string("'" CMAKE_COMMAND "' --build ") + quoted(build) + " --target help");
+  CHECK_THAT(targets.output, Catch::Contains("consumer"));
+  for (const char* absent : {"test_config", "flash_sale", "dlock-bench", "dlock_cli"}) {
+    CHECK_THAT(targets.output, !Catch::Contains(absent));
+  }
+  const auto compile = shell(std::string("'" CMAKE_COMMAND "' --build ") + quoted(build) + " --target consumer -j2");
+  INFO(compile.output);
+  REQUIRE(compile.status == 0);
+  const auto run = shell(quoted(build / "consumer"));
+  CHECK(run.status == 0);
+  CHECK_THAT(run.output, Catch::Contains(kExpectedOutput));
+}
