@@ -90,6 +90,13 @@ ServiceCore::Names ServiceCore::names_for(std::string_view key) const {
 
 std::string ServiceCore::owner_token() const { return instance_id_ + ":" + current_thread_id(); }
 
+std::string ServiceCore::held_key(std::string_view owner, std::string_view key) {
+  // Tokens are hex and ':', never '|', so the pair reads back unambiguously.
+  std::string joined;
+  joined.reserve(owner.size() + 1 + key.size());
+  return joined.append(owner).append(1, '|').append(key);
+}
+
 void ServiceCore::validate(std::string_view key, const LockOptions& options) const {
   if (key.empty()) throw InvalidArgument("lock key is empty; pass a non-empty key such as \"stock:42\"");
   if (key.size() > config_.max_key_bytes) {
@@ -195,7 +202,7 @@ LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std
   bool watch = false;
   {
     std::lock_guard guard(mutex_);
-    std::shared_ptr<HeldLock>& slot = held_[owner + '|' + std::string(key)];
+    std::shared_ptr<HeldLock>& slot = held_[held_key(owner, key)];
     if (slot && !slot->lost_flag.load() && holds > 1) {
       // Re-entry: one more hold on the lock this owner already has.
       stats_.reentered.fetch_add(1, std::memory_order_relaxed);
@@ -242,7 +249,7 @@ void ServiceCore::release(Hold& hold, Release how) {
     });
     final = lock->holds == 0;
     if (final) {
-      auto it = held_.find(lock->owner + '|' + lock->key);
+      auto it = held_.find(held_key(lock->owner, lock->key));
       if (it != held_.end() && it->second == lock) held_.erase(it);
     }
   }
@@ -289,7 +296,7 @@ void ServiceCore::release_current_thread(std::string_view key) {
   std::shared_ptr<Hold> latest;
   {
     std::lock_guard guard(mutex_);
-    auto it = held_.find(owner_token() + '|' + std::string(key));
+    auto it = held_.find(held_key(owner_token(), key));
     if (it != held_.end()) {
       for (auto weak = it->second->stack.rbegin(); weak != it->second->stack.rend() && !latest; ++weak) {
         auto live = weak->lock();
@@ -307,7 +314,7 @@ void ServiceCore::release_current_thread(std::string_view key) {
 
 int ServiceCore::known_holds(const std::string& owner, std::string_view key) const {
   std::lock_guard guard(mutex_);
-  auto it = held_.find(owner + '|' + std::string(key));
+  auto it = held_.find(held_key(owner, key));
   return it == held_.end() || it->second->lost_flag.load() ? 0 : it->second->holds;
 }
 
@@ -322,7 +329,7 @@ void ServiceCore::leave_line(const Names& names, const std::string& owner) {
 
 int ServiceCore::hold_count(std::string_view key) const {
   std::lock_guard guard(mutex_);
-  auto it = held_.find(owner_token() + '|' + std::string(key));
+  auto it = held_.find(held_key(owner_token(), key));
   if (it == held_.end() || it->second->is_lost()) return 0;
   return it->second->holds;
 }

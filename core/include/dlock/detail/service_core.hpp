@@ -45,6 +45,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   };
   Names names_for(std::string_view key) const;
   std::string owner_token() const;
+  // The key of held_ for one owner's holds of one user key.
+  static std::string held_key(std::string_view owner, std::string_view key);
   void leave_line(const Names& names, const std::string& owner);
   // This process' holds of `key` under `owner` (0 if none or lost), as the acquire script wants them.
   int known_holds(const std::string& owner, std::string_view key) const;
@@ -65,7 +67,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   StatsRecorder stats_;
 
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<HeldLock>> held_;  // guarded by mutex_: owner + '|' + key
+  std::unordered_map<std::string, std::shared_ptr<HeldLock>> held_;  // guarded by mutex_; keyed by held_key()
   std::function<void(const std::string&)> on_lost_;                  // guarded by mutex_
 
   Watchdog watchdog_;  // last: its thread stops before the members it uses go
