@@ -1,5 +1,6 @@
 #include "dlock/lock_guard.hpp"
 
+#include "dlock/detail/key_label.hpp"
 #include "dlock/detail/service_core.hpp"
 #include "dlock/errors.hpp"
 
@@ -53,8 +54,8 @@ bool LockGuard::lost() const {
 
 void LockGuard::check() const {
   if (lost()) {
-    throw LockLostError("lock '" + key() +
-                        "' was lost (its lease ran out or it was taken over); stop the critical section: another "
+    throw LockLostError(detail::lock_label(key()) +
+                        " was lost (its lease ran out or it was taken over); stop the critical section: another "
                         "holder may be inside it");
   }
 }

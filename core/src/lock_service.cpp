@@ -5,33 +5,13 @@
 #include <algorithm>
 #include <thread>
 
+#include "dlock/detail/key_label.hpp"
 #include "dlock/detail/service_core.hpp"
 #include "dlock/owner_token.hpp"
 
 namespace dlock {
 namespace detail {
 namespace {
-
-// Keys may be binary: show them escaped and bounded in messages and logs.
-std::string printable(std::string_view key) {
-  constexpr std::size_t kShown = 200;
-  std::string out;
-  for (std::size_t i = 0; i < key.size() && i < kShown; ++i) {
-    unsigned char c = static_cast<unsigned char>(key[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  if (key.size() > kShown) out += "...";
-  return out;
-}
-
-std::string lock_label(std::string_view key) { return "lock '" + printable(key) + "'"; }
 
 // A lock whose hash has no expiry (PERSISTed by hand) gives no PTTL to sleep
 // on: retry on this period instead.

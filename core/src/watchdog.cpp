@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "dlock/detail/key_label.hpp"
 #include "dlock/errors.hpp"
 
 namespace dlock::detail {
@@ -98,7 +99,7 @@ struct Watchdog::State {
                           "its key is gone from Redis or belongs to another owner (expired, deleted or overwritten)");
       } else {
         // Not a verdict on the lock: retried next round, lost only when its validity runs out.
-        logger->warn("watchdog: unexpected reply renewing lock '{}': {}", batch[i]->key,
+        logger->warn("watchdog: unexpected reply renewing {}: {}", lock_label(batch[i]->key),
                      reply ? reply->str : std::string("none"));
       }
     }
