@@ -88,11 +88,6 @@ void WaiterTable::enter(const std::string& name, const std::string& owner, Ticke
 
 void WaiterTable::notify(const std::string& channel, const std::string& owner) { state_->notify(channel, owner); }
 
-std::size_t WaiterTable::channel_count() const {
-  std::lock_guard guard(state_->mutex);
-  return state_->channels.size();
-}
-
 WaiterTable::Ticket::Ticket(std::shared_ptr<State> state, Channel* channel, std::list<Waiter>::iterator self)
     : state_(std::move(state)), channel_(channel), self_(self) {}
 

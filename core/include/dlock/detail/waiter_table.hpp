@@ -60,7 +60,6 @@ class WaiterTable {
   // The releaser calls it directly for a waiter of its own process.
   void notify(const std::string& channel, const std::string& owner);
 
-  std::size_t channel_count() const;
 
  private:
   std::shared_ptr<State> state_;
