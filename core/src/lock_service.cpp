@@ -23,6 +23,12 @@ constexpr Millis kLinePoll{500};
 constexpr Millis kTurnWindow{200};
 // While Redis is unreachable, a waiting lock() tries again on this period.
 constexpr Millis kOutageRetry{100};
+// A releasing thread may grant the lock straight to a waiter of its own
+// process, saving that waiter a round trip. In line order that is always
+// fair; ahead of older waiters of other processes it is allowed only while
+// the lock has passed within this process fewer than this many times in a
+// row, so they wait at most this many extra holds.
+constexpr int kMaxLocalHandoffsInARow = 3;
 
 std::shared_ptr<spdlog::logger> default_logger() {
   if (auto logger = spdlog::get("dlock")) return logger;
@@ -136,7 +142,8 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
       if (now >= deadline) throw;
       const Millis nap = std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now));
       if (ticket) {
-        ticket.wait(nap);  // the subscriber's reconnect notice ends it early
+        // The subscriber's reconnect notice ends it early.
+        if (auto direct = ticket.wait(nap)) return grant_direct(key, names, owner, *direct, lease, renewed, called);
       } else {
         std::this_thread::sleep_for(nap);
       }
@@ -157,13 +164,15 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
     if (!ticket) {
       // Listen before the next try, so a release between the two cannot go unheard.
       stats_.contended.fetch_add(1, std::memory_order_relaxed);
-      waiters_.enter(names.channel, owner, ticket);
+      waiters_.enter(names.channel, owner, lease.count(), ticket);
       continue;
     }
     // Never sleep past the holder's lease (a crashed holder publishes nothing)
     // nor past the line's poll period (a waiter whose turn it was may have died).
     const Millis nap = last_nap_ms > 0 ? Millis(last_nap_ms + 1) : last_nap_ms == -2 ? Millis(0) : kNoLeaseRetry;
-    ticket.wait(std::min({nap, kLinePoll, std::chrono::ceil<Millis>(deadline - now)}));
+    if (auto direct = ticket.wait(std::min({nap, kLinePoll, std::chrono::ceil<Millis>(deadline - now)}))) {
+      return grant_direct(key, names, owner, *direct, lease, renewed, called);
+    }
   }
   if (ticket) leave_line(names, owner);
   stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
@@ -173,9 +182,17 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
                          " ms); wait longer (LockOptions::wait or lock.wait_ms) or use try_lock");
 }
 
+LockGuard ServiceCore::grant_direct(std::string_view key, const Names& names, const std::string& owner,
+                                    const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
+                                    Clock::time_point called) {
+  stats_.handed_over.fetch_add(1, std::memory_order_relaxed);
+  return grant(key, names, owner, 1, direct.fencing_token, lease, renewed, direct.sent, called,
+               direct.handoffs_in_a_row);
+}
+
 LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
                              std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
-                             Clock::time_point called) {
+                             Clock::time_point called, int handoffs_in_a_row) {
   std::shared_ptr<HeldLock> lock;
   std::shared_ptr<HeldLock> stale;
   std::shared_ptr<Hold> hold;
@@ -203,6 +220,7 @@ LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std
       lock->renewed = renewed;
       lock->lease_ms = lease.count();
       lock->holds = 1;
+      lock->handoffs_in_a_row = handoffs_in_a_row;
       lock->extend_validity(sent, lease);
       slot = lock;
       watch = true;
@@ -241,12 +259,21 @@ void ServiceCore::release(Hold& hold, Release how) {
                         " was lost before this release (its lease ran out or it was taken over); Redis was left "
                         "untouched; the critical section may have overlapped another holder");
   }
-  const Clock::time_point sent = Clock::now();
   const Names names = names_for(lock->key);
+  std::vector<std::string> keys{names.lock, names.channel, names.queue, names.turn};
+  std::vector<std::string> args{lock->owner, std::to_string(lock->lease_ms.load()), std::to_string(kTurnWindow.count())};
+  // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
+  WaiterTable::Offer offer = final ? waiters_.offer(names.channel, lock->owner) : WaiterTable::Offer{};
+  if (offer) {
+    keys.push_back(names.fence);
+    args.push_back(offer.owner());
+    args.push_back(std::to_string(offer.lease_ms()));
+    args.push_back(lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? "1" : "0");
+  }
+  const Clock::time_point sent = Clock::now();
   RedisReply reply;
   try {
-    reply = scripts_.run(kReleaseScript, {names.lock, names.channel, names.queue, names.turn},
-                         {lock->owner, std::to_string(lock->lease_ms.load()), std::to_string(kTurnWindow.count())});
+    reply = scripts_.run(kReleaseScript, keys, args);
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
                           " may not be released: it expires by itself within its lease (" +
@@ -266,6 +293,9 @@ void ServiceCore::release(Hold& hold, Release how) {
   stats_.released.fetch_add(1, std::memory_order_relaxed);
   if (status > 0) {
     lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+  } else if (offer && reply.elements.size() >= 4 && reply.elements[3].type == RedisReply::Type::String &&
+             !reply.elements[3].str.empty() && reply.elements[2].str == offer.owner()) {
+    offer.grant({std::stoull(reply.elements[3].str), sent, lock->handoffs_in_a_row + 1});
   } else if (!reply.elements[2].str.empty()) {
     // The next turn may be a waiter of this process: wake it now rather than after the notice's round trip.
     waiters_.notify(names.channel, reply.elements[2].str);
@@ -301,7 +331,8 @@ int ServiceCore::known_holds(const std::string& owner, std::string_view key) con
 void ServiceCore::leave_line(const Names& names, const std::string& owner) {
   // Best effort: a waiter left in line costs the others one turn window at most.
   try {
-    scripts_.run(kLeaveScript, {names.queue, names.turn, names.channel}, {owner, std::to_string(kTurnWindow.count())});
+    scripts_.run(kLeaveScript, {names.queue, names.turn, names.channel, names.lock},
+                 {owner, std::to_string(kTurnWindow.count())});
   } catch (const Error& e) {
     logger_->debug("could not leave the line of '{}': {}", printable(names.lock), e.what());
   }

@@ -94,7 +94,10 @@ redis.call('ZREM', KEYS[3], owner)
 return {1, 1, token}
 )lua"};
 
-// KEYS: lock, channel, queue, turn. ARGV: owner, lease_ms, window_ms.
+// KEYS: lock, channel, queue, turn[, fence]. ARGV: owner, lease_ms, window_ms[, candidate, candidate_lease_ms,
+// may_bypass]. The candidate is a waiter of the releasing process, known to be alive and asleep in line: a final
+// release grants it the lock outright, sparing it the round trip of its own acquire, if it is the oldest waiter
+// or if may_bypass is '1' (the lock has not yet stayed in the releaser's process too many holds in a row).
 const Script kReleaseScript{"release", kPrelude + R"lua(
 local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[3], 'zset') or wrong_type(KEYS[4], 'string')
 if bad then return redis.error_reply(bad) end
@@ -110,16 +113,40 @@ if tonumber(redis.call('HGET', KEYS[1], ARGV[1])) > 1 then
   end
   return {1, holds, ''}
 end
+-- The outermost hold, with a live local waiter to take it: hand the lock straight over.
+local candidate = ARGV[4] or ''
+if candidate ~= '' and KEYS[5] and redis.call('ZSCORE', KEYS[3], candidate) then
+  local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  local bypass = oldest ~= candidate
+  local fence = redis.call('GET', KEYS[5])
+  local fence_ok = not fence or (string.match(fence, '^%d+$') and string.len(fence) <= 19)
+  if fence_ok and (not bypass or ARGV[6] == '1') then
+    redis.call('DEL', KEYS[1])
+    redis.call('INCR', KEYS[5])
+    redis.call('HSET', KEYS[1], candidate, 1)
+    redis.call('PEXPIRE', KEYS[1], ARGV[5])
+    redis.call('ZREM', KEYS[3], candidate)
+    return {0, 0, candidate, redis.call('GET', KEYS[5])}
+  end
+end
 -- The outermost hold: give the next waiter its turn and free the lock.
 local next_owner = hand_turn(KEYS[3], KEYS[4], KEYS[2], ARGV[3])
 redis.call('DEL', KEYS[1])
-return {0, 0, next_owner}
+return {0, 0, next_owner, ''}
 )lua"};
 
-// KEYS: queue, turn, channel. ARGV: owner, window_ms. A waiter that gives up.
+// KEYS: queue, turn, channel[, lock]. ARGV: owner, window_ms. A waiter that gives up.
 const Script kLeaveScript{"leave", kPrelude + R"lua(
-local bad = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'string')
+local bad = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'string') or (KEYS[4] and wrong_type(KEYS[4], 'hash'))
 if bad then return redis.error_reply(bad) end
+-- A release handed this waiter the lock but its reply was lost, so the waiter
+-- never learnt of it: free it now rather than let it idle out its lease.
+if KEYS[4] and redis.call('HGET', KEYS[4], ARGV[1]) == '1' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
+  redis.call('DEL', KEYS[4])
+  return 1
+end
 -- It was this waiter's turn: pass it on rather than let the lock idle through the window.
 if redis.call('GET', KEYS[2]) == ARGV[1] then
   if hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2]) == '' then redis.call('DEL', KEYS[2]) end

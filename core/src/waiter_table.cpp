@@ -1,12 +1,18 @@
 #include "dlock/detail/waiter_table.hpp"
 
+#include <utility>
+
 namespace dlock::detail {
 
 struct WaiterTable::Waiter {
-  explicit Waiter(std::string owner_) : owner(std::move(owner_)) {}
+  Waiter(std::string owner_, long long lease_ms_) : owner(std::move(owner_)), lease_ms(lease_ms_) {}
   const std::string owner;
+  const long long lease_ms;
   std::condition_variable cv;
-  bool notified = false;  // guarded by State::mutex
+  bool notified = false;                 // guarded by State::mutex
+  bool asleep = false;                   // guarded by State::mutex: in wait(), running no script
+  bool offered = false;                  // guarded by State::mutex: a release may be granting it the lock
+  std::optional<DirectGrant> granted;    // guarded by State::mutex
 };
 
 struct WaiterTable::Channel {
@@ -55,12 +61,12 @@ WaiterTable::WaiterTable(RedisExecutor& redis) : state_(std::make_shared<State>(
 
 WaiterTable::~WaiterTable() = default;
 
-void WaiterTable::enter(const std::string& name, const std::string& owner, Ticket& ticket) {
+void WaiterTable::enter(const std::string& name, const std::string& owner, long long lease_ms, Ticket& ticket) {
   std::unique_lock guard(state_->mutex);
   auto [it, created] = state_->channels.try_emplace(name);
   if (created) it->second = std::make_unique<Channel>(name);
   Channel* channel = it->second.get();
-  channel->line.emplace_back(owner);
+  channel->line.emplace_back(owner, lease_ms);
   ticket.state_ = state_;
   ticket.channel_ = channel;
   ticket.self_ = std::prev(channel->line.end());
@@ -88,14 +94,66 @@ void WaiterTable::enter(const std::string& name, const std::string& owner, Ticke
 
 void WaiterTable::notify(const std::string& channel, const std::string& owner) { state_->notify(channel, owner); }
 
+WaiterTable::Offer WaiterTable::offer(const std::string& name, const std::string& releaser) {
+  Offer offer;
+  std::lock_guard guard(state_->mutex);
+  auto it = state_->channels.find(name);
+  if (it == state_->channels.end()) return offer;
+  for (Waiter& waiter : it->second->line) {
+    if (waiter.asleep && !waiter.offered && !waiter.notified && !waiter.granted && waiter.owner != releaser) {
+      waiter.offered = true;
+      offer.state_ = state_;
+      offer.waiter_ = &waiter;
+      return offer;
+    }
+  }
+  return offer;
+}
+
+WaiterTable::Offer::Offer(Offer&& other) noexcept
+    : state_(std::move(other.state_)), waiter_(std::exchange(other.waiter_, nullptr)) {}
+
+// An offered waiter cannot leave its line until the offer is settled, so waiter_ stays valid until then.
+const std::string& WaiterTable::Offer::owner() const { return waiter_->owner; }
+
+long long WaiterTable::Offer::lease_ms() const { return waiter_->lease_ms; }
+
+void WaiterTable::Offer::grant(const DirectGrant& grant) {
+  std::lock_guard guard(state_->mutex);
+  waiter_->granted = grant;
+  waiter_->offered = false;
+  waiter_->cv.notify_one();
+  state_.reset();
+}
+
+WaiterTable::Offer::~Offer() {
+  if (!state_) return;
+  std::lock_guard guard(state_->mutex);
+  // Not granted (or not known to be): the waiter tries again by itself.
+  waiter_->offered = false;
+  waiter_->notified = true;
+  waiter_->cv.notify_one();
+}
+
 WaiterTable::Ticket::Ticket(std::shared_ptr<State> state, Channel* channel, std::list<Waiter>::iterator self)
     : state_(std::move(state)), channel_(channel), self_(self) {}
 
-bool WaiterTable::Ticket::wait(Millis at_most) {
+std::optional<WaiterTable::DirectGrant> WaiterTable::Ticket::wait(Millis at_most) {
+  const auto until = std::chrono::steady_clock::now() + at_most;
   std::unique_lock guard(state_->mutex);
-  bool woken = self_->cv.wait_for(guard, at_most, [this] { return self_->notified; });
-  self_->notified = false;
-  return woken;
+  Waiter& self = *self_;
+  self.asleep = true;
+  for (;;) {
+    if (self.offered) {
+      self.cv.wait(guard);  // the releaser settles it within its command's timeout
+      continue;
+    }
+    if (self.granted || self.notified) break;
+    if (self.cv.wait_until(guard, until) == std::cv_status::timeout && !self.offered) break;
+  }
+  self.asleep = false;
+  self.notified = false;
+  return std::exchange(self.granted, std::nullopt);
 }
 
 WaiterTable::Ticket::~Ticket() {

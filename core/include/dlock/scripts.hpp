@@ -1,14 +1,16 @@
 #pragma once
-// The three Lua scripts that make a lock atomic, and the runner that sends
+// The Lua scripts that make a lock atomic, and the runner that sends
 // them by EVALSHA. Every user value travels in KEYS/ARGV, never in the text.
 //
 // Reply shapes (the core parses them in lock_service.cpp):
 //   acquire(lock, fence, queue, turn; owner, lease_ms, wait_ms, holds known to the caller)
 //       → {1, holds, fencing_token as a decimal string} | {0, ms the caller may sleep at most}
-//   release(lock, channel, queue, turn; owner, lease_ms, window_ms)
-//       → {-1, 0, ''} not owner | {1, holds left, ''} | {0, 0, next owner or ''} freed and published
+//   release(lock, channel, queue, turn[, fence]; owner, lease_ms, window_ms[, candidate, its lease_ms, may_bypass])
+//       → {-1, 0, ''} not owner | {1, holds left, ''}
+//         | {0, 0, next owner or '', ''} freed and published
+//         | {0, 0, candidate, its fencing token} handed straight to the candidate
 //   renew(lock; owner, lease_ms) → 1 renewed | 0 gone
-//   leave(queue, turn, channel; owner, window_ms) → 1
+//   leave(queue, turn, channel[, lock]; owner, window_ms) → 1 (also frees a hold granted to it unawares)
 // A key of the wrong type at a lock's name is an error reply starting "DLOCK_WRONGTYPE".
 //
 // Waiters line up in the sorted set `queue` (owner token by arrival). A final
@@ -16,6 +18,9 @@
 // for a short window in which nobody else may take the free lock, and the
 // release notice names it, so exactly that waiter wakes. A waiter that died
 // only costs that window; one that gives up leaves the line (leave script).
+// A releaser with a waiter of its own process asleep in line may instead
+// grant the lock to it inside the release (it is known to be alive), at most
+// a few times in a row ahead of older waiters of other processes.
 
 #include <mutex>
 #include <string>

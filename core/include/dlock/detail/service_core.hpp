@@ -53,7 +53,10 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void validate(std::string_view key, const LockOptions& options) const;
   LockGuard grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
                   std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
-                  Clock::time_point called);
+                  Clock::time_point called, int handoffs_in_a_row = 0);
+  // The lock, handed to this waiter inside a release by another thread of this process.
+  LockGuard grant_direct(std::string_view key, const Names& names, const std::string& owner,
+                         const WaiterTable::DirectGrant& direct, Millis lease, bool renewed, Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
   [[noreturn]] void throw_reply_error(std::string_view key, const Names& names, const RedisReply& reply,
                                       std::string_view during) const;

@@ -6,11 +6,20 @@
 // stampede every local waiter at Redis. A notice that names nobody (no one
 // was in line, or the subscriber reconnected) wakes the oldest local waiter;
 // a waiter that leaves holding such an unused notice passes it on.
+//
+// A thread releasing a lock may also *offer* it to a local waiter asleep in
+// line: the waiter stays asleep until the releaser's script has run, then
+// wakes either holding the lock (a direct grant, no round trip of its own)
+// or to try again as if notified. A waiter is never offered the lock while it
+// is running a script itself, so it never learns of one grant twice.
 
 #include <condition_variable>
+#include <chrono>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -30,6 +39,13 @@ class WaiterTable {
   struct Channel;
   struct State;
 
+  // The lock, granted to a waiter inside another thread's release.
+  struct DirectGrant {
+    std::uint64_t fencing_token = 0;
+    std::chrono::steady_clock::time_point sent;  // when the release went out: the new lease started after it
+    int handoffs_in_a_row = 0;                   // direct grants in a row within this process, this one included
+  };
+
   // A waiter's place in line; leaving (destruction) passes an unused notice on.
   class Ticket {
    public:
@@ -40,8 +56,9 @@ class WaiterTable {
     explicit operator bool() const { return state_ != nullptr; }
 
     // Sleeps until a release notice for this channel reaches this waiter, or
-    // for `at_most`. Returns true if woken by a notice.
-    bool wait(Millis at_most);
+    // for `at_most`, or (past `at_most` if an offer is in flight) until the
+    // lock is granted to it directly; returns that grant.
+    std::optional<DirectGrant> wait(Millis at_most);
 
    private:
     friend class WaiterTable;
@@ -50,10 +67,34 @@ class WaiterTable {
     std::list<Waiter>::iterator self_;
   };
 
+  // The lock offered to one sleeping waiter while a release runs. Settle it
+  // with grant(); dropping it unsettled wakes the waiter to try on its own.
+  class Offer {
+   public:
+    Offer() = default;
+    Offer(Offer&& other) noexcept;
+    Offer& operator=(Offer&&) = delete;
+    ~Offer();
+    explicit operator bool() const { return state_ != nullptr; }
+    const std::string& owner() const;
+    long long lease_ms() const;
+    void grant(const DirectGrant& grant);
+
+   private:
+    friend class WaiterTable;
+    std::shared_ptr<State> state_;
+    Waiter* waiter_ = nullptr;
+  };
+
   // Joins the line of `channel` as `owner`, subscribing first if this is its
   // first waiter. Returns once the subscription is confirmed or could not be
-  // (then the waiter relies on its timed retries alone).
-  void enter(const std::string& channel, const std::string& owner, Ticket& ticket);
+  // (then the waiter relies on its timed retries alone). `lease_ms` is the
+  // lease a direct grant must give it.
+  void enter(const std::string& channel, const std::string& owner, long long lease_ms, Ticket& ticket);
+
+  // Picks the oldest waiter of `channel` asleep in line, if any, for the
+  // releasing thread (whose owner token is `releaser`) to hand the lock to.
+  Offer offer(const std::string& channel, const std::string& releaser);
 
   // Delivers a release notice as if it came from the subscriber: wakes
   // `owner` if it waits here, or with an empty owner the oldest waiter.

@@ -1,0 +1,165 @@
+// Direct hand-off: a final release grants the lock straight to a waiter of
+// the same instance asleep in line (known alive), sparing it a round trip,
+// and passes older waiters of other instances at most three times in a row.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "dlock/scripts.hpp"
+#include "services.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Blocks until `count` waiters are in the lock's line in Redis, then gives
+// them time to fall asleep there (only a sleeping waiter is handed the lock).
+void await_line(dlock::test::RedisServer& redis, const std::string& key, int count) {
+  REQUIRE(dlock::test::eventually(
+      [&] { return redis.run({"ZCARD", "dlock:{" + key + "}:queue"}) == std::to_string(count); }));
+  std::this_thread::sleep_for(300ms);
+}
+
+}  // namespace
+
+TEST_CASE("a final release hands the lock to a waiter of the same instance, with its own lease and a new fence",
+          "[handoff]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto guard = service->lock("h");
+  const std::uint64_t holder_fence = guard.fencing_token();
+
+  struct Seen {
+    std::uint64_t fence = 0;
+    long long pttl = 0;
+    std::string holders;
+  };
+  auto waiter = std::async(std::launch::async, [&] {
+    auto got = service->lock("h", {.wait = 10s, .lease = 4000ms});
+    return Seen{got.fencing_token(), std::stoll(redis.run({"PTTL", "dlock:{h}"})), redis.run({"HLEN", "dlock:{h}"})};
+  });
+  await_line(redis, "h", 1);
+  guard.unlock();
+  REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
+  const Seen seen = waiter.get();
+
+  CHECK(service->stats().handed_over == 1);
+  CHECK(seen.fence == holder_fence + 1);
+  CHECK(seen.holders == "1");
+  // The waiter's fixed 4 s lease, not the holder's 30 s watchdog lease.
+  CHECK(seen.pttl > 2000);
+  CHECK(seen.pttl <= 4000);
+  CHECK(redis.run({"EXISTS", "dlock:{h}", "dlock:{h}:queue", "dlock:{h}:turn"}) == "0");
+}
+
+TEST_CASE("local waiters handed the lock in turn each hold it alone, and the watchdog renews them", "[handoff]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = 1500ms; });
+  auto guard = service->lock("h");
+  std::mutex mutex;
+  std::vector<std::uint64_t> fences;
+  std::atomic<int> inside{0}, overlaps{0}, lost{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 3; ++i) {
+    waiters.emplace_back([&] {
+      auto got = service->lock("h", {.wait = 20s});
+      if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+      // Longer than the 1.5 s lease: only renewals keep it.
+      std::this_thread::sleep_for(1800ms);
+      {
+        std::lock_guard lock(mutex);
+        fences.push_back(got.fencing_token());
+      }
+      inside.fetch_sub(1);
+      if (got.lost()) lost.fetch_add(1);
+    });
+    await_line(redis, "h", i + 1);
+  }
+  guard.unlock();
+  for (auto& t : waiters) t.join();
+  CHECK(overlaps.load() == 0);
+  CHECK(lost.load() == 0);
+  CHECK(fences == std::vector<std::uint64_t>{2, 3, 4});
+  const dlock::LockStats stats = service->stats();
+  CHECK(stats.handed_over == 3);
+  CHECK(stats.lost == 0);
+  CHECK(redis.run({"EXISTS", "dlock:{h}"}) == "0");
+}
+
+TEST_CASE("an instance hands the lock over within itself at most three times ahead of an older waiter elsewhere",
+          "[handoff][fairness]") {
+  dlock::test::RedisServer redis;
+  auto busy = dlock::test::make_service(redis);
+  auto other = dlock::test::make_service(redis);
+  auto guard = busy->lock("h");
+
+  std::mutex mutex;
+  std::vector<std::string> order;
+  auto take = [&](std::shared_ptr<dlock::RedisLockService> service, std::string name) {
+    return std::thread([&, service, name] {
+      auto got = service->lock("h", {.wait = 20s});
+      std::lock_guard lock(mutex);
+      order.push_back(name);
+    });
+  };
+  std::vector<std::thread> threads;
+  threads.push_back(take(other, "other"));  // the oldest waiter
+  await_line(redis, "h", 1);
+  for (int i = 0; i < 5; ++i) {
+    threads.push_back(take(busy, "busy" + std::to_string(i)));
+    await_line(redis, "h", i + 2);
+  }
+  guard.unlock();
+  for (auto& t : threads) t.join();
+
+  REQUIRE(order.size() == 6);
+  const auto at = std::find(order.begin(), order.end(), "other") - order.begin();
+  // Passed over at most three times, and only by direct hand-offs.
+  CHECK(at <= 3);
+  CHECK(busy->stats().handed_over >= static_cast<std::uint64_t>(at));
+  CHECK(redis.run({"EXISTS", "dlock:{h}", "dlock:{h}:queue"}) == "0");
+}
+
+TEST_CASE("a waiter whose wait runs out while the lock is being handed to it takes the lock", "[handoff]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto guard = service->lock("h");
+  auto waiter = std::async(std::launch::async, [&] {
+    const auto started = std::chrono::steady_clock::now();
+    auto got = service->try_lock("h", {.wait = 300ms});
+    return std::make_pair(static_cast<bool>(got), dlock::test::elapsed_ms(started));
+  });
+  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{h}:queue"}) == "1"; }));
+  std::this_thread::sleep_for(100ms);
+  // The release (and the grant in it) runs only after the waiter's wait has ended.
+  REQUIRE(redis.run({"CLIENT", "PAUSE", "700", "ALL"}) == "OK");
+  guard.unlock();
+  REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
+  const auto [got, waited_ms] = waiter.get();
+  CHECK(got);
+  CHECK(waited_ms >= 300);
+  CHECK(service->stats().timeouts == 0);
+  CHECK(redis.run({"EXISTS", "dlock:{h}", "dlock:{h}:queue"}) == "0");
+}
+
+TEST_CASE("a waiter that gives up frees a lock handed to it that it never learnt of", "[handoff][scripts]") {
+  dlock::test::RedisServer redis;
+  // As a release whose reply was lost leaves it: granted to a waiter, another still in line.
+  redis.run({"HSET", "dlock:{h}", "gone:1", "1"});
+  redis.run({"PEXPIRE", "dlock:{h}", "30000"});
+  redis.run({"ZADD", "dlock:{h}:queue", "2", "next:1"});
+  const std::string source = dlock::detail::kLeaveScript.source;
+  CHECK(redis.run({"EVAL", source, "4", "dlock:{h}:queue", "dlock:{h}:turn", "dlock:{h}:released", "dlock:{h}",
+                   "gone:1", "200"}) == "1");
+  CHECK(redis.run({"EXISTS", "dlock:{h}"}) == "0");
+  CHECK(redis.run({"GET", "dlock:{h}:turn"}) == "next:1");
+
+  // A hold that is not a grant's single one is never touched.
+  redis.run({"HSET", "dlock:{k}", "mine:1", "2"});
+  CHECK(redis.run({"EVAL", source, "4", "dlock:{k}:queue", "dlock:{k}:turn", "dlock:{k}:released", "dlock:{k}",
+                   "mine:1", "200"}) == "1");
+  CHECK(redis.run({"HGET", "dlock:{k}", "mine:1"}) == "2");
+}
