@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <thread>
 
 #include "dlock/detail/key_label.hpp"
@@ -62,19 +64,14 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
   scripts_.load_all();
 }
 
-ServiceCore::Names ServiceCore::names_for(std::string_view key) const {
-  Names names;
-  // The braces are a Cluster hash tag: the three names of a lock share a slot.
-  names.lock.reserve(config_.key_prefix.size() + key.size() + 2);
-  names.lock.append(config_.key_prefix).append("{").append(key).append("}");
-  names.fence = names.lock + ":fence";
-  names.channel = names.lock + ":released";
-  names.queue = names.lock + ":queue";
-  names.turn = names.lock + ":turn";
-  return names;
-}
+LockNames ServiceCore::names_for(std::string_view key) const { return LockNames(config_.key_prefix, key); }
 
-std::string ServiceCore::owner_token() const { return instance_id_ + ":" + current_thread_id(); }
+std::string ServiceCore::owner_token() const {
+  const std::string& thread = current_thread_id();
+  std::string token;
+  token.reserve(instance_id_.size() + 1 + thread.size());
+  return token.append(instance_id_).append(1, ':').append(thread);
+}
 
 std::string ServiceCore::held_key(std::string_view owner, std::string_view key) {
   // Tokens are hex and ':', never '|', so the pair reads back unambiguously.
@@ -100,10 +97,10 @@ void ServiceCore::validate(std::string_view key, const LockOptions& options) con
   }
 }
 
-void ServiceCore::throw_reply_error(std::string_view key, const Names& names, const RedisReply& reply,
+void ServiceCore::throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
                                     std::string_view during) const {
   if (reply.is_error() && reply.str.find(kWrongTypeError) != std::string::npos) {
-    throw RedisError(lock_label(key) + ": cannot " + std::string(during) + ": Redis key '" + printable(names.lock) +
+    throw RedisError(lock_label(key) + ": cannot " + std::string(during) + ": Redis key '" + printable(names.lock()) +
                      "' (or its fencing counter) holds data that is not a dlock lock (" + reply.str +
                      "); another program uses that name: delete it or choose another lock.key_prefix");
   }
@@ -119,9 +116,10 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
   const Millis wait = options.wait.value_or(config_.wait);
   const bool renewed = !options.lease.has_value();
   const Millis lease = options.lease.value_or(config_.watchdog_timeout);
-  const Names names = names_for(key);
+  const LockNames names = names_for(key);
   const std::string owner = owner_token();
-  const std::vector<std::string> script_keys{names.lock, names.fence, names.queue, names.turn};
+  const std::string held = held_key(owner, key);
+  const std::array<std::string_view, 4> script_keys{names.lock(), names.fence(), names.queue(), names.turn()};
   const std::string lease_arg = std::to_string(lease.count());
   const Clock::time_point called = Clock::now();
   const Clock::time_point deadline = called + wait;
@@ -133,8 +131,10 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
     const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
     RedisReply reply;
     try {
-      reply = scripts_.run(kAcquireScript, script_keys,
-                           {owner, lease_arg, std::to_string(wait_left.count()), std::to_string(known_holds(owner, key))});
+      const std::string wait_arg = std::to_string(wait_left.count());
+      const std::string holds_arg = std::to_string(known_holds(held));
+      const std::array<std::string_view, 4> args{owner, lease_arg, wait_arg, holds_arg};
+      reply = scripts_.run(kAcquireScript, script_keys, args);
     } catch (const ConnectionError&) {
       // An outage shorter than the wait is waited out; a reply lost to it is
       // harmless, since the next try adopts a hold it may have left.
@@ -143,7 +143,7 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
       const Millis nap = std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now));
       if (ticket) {
         // The subscriber's reconnect notice ends it early.
-        if (auto direct = ticket.wait(nap)) return grant_direct(key, names, owner, *direct, lease, renewed, called);
+        if (auto direct = ticket.wait(nap)) return grant_direct(key, names, owner, held, *direct, lease, renewed, called);
       } else {
         std::this_thread::sleep_for(nap);
       }
@@ -155,8 +155,8 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
     }
     if (reply.elements[0].integer == 1 && reply.elements.size() >= 3 &&
         reply.elements[2].type == RedisReply::Type::String) {
-      return grant(key, names, owner, reply.elements[1].integer, std::stoull(reply.elements[2].str), lease, renewed,
-                   sent, called);
+      return grant(key, names, owner, held, reply.elements[1].integer, std::stoull(reply.elements[2].str), lease,
+                   renewed, sent, called);
     }
     last_nap_ms = reply.elements[1].integer;
     const Clock::time_point now = Clock::now();
@@ -164,14 +164,14 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
     if (!ticket) {
       // Listen before the next try, so a release between the two cannot go unheard.
       stats_.contended.fetch_add(1, std::memory_order_relaxed);
-      waiters_.enter(names.channel, owner, lease.count(), ticket);
+      waiters_.enter(names.channel(), owner, lease.count(), ticket);
       continue;
     }
     // Never sleep past the holder's lease (a crashed holder publishes nothing)
     // nor past the line's poll period (a waiter whose turn it was may have died).
     const Millis nap = last_nap_ms > 0 ? Millis(last_nap_ms + 1) : last_nap_ms == -2 ? Millis(0) : kNoLeaseRetry;
     if (auto direct = ticket.wait(std::min({nap, kLinePoll, std::chrono::ceil<Millis>(deadline - now)}))) {
-      return grant_direct(key, names, owner, *direct, lease, renewed, called);
+      return grant_direct(key, names, owner, held, *direct, lease, renewed, called);
     }
   }
   if (ticket) leave_line(names, owner);
@@ -182,24 +182,24 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
                          " ms); wait longer (LockOptions::wait or lock.wait_ms) or use try_lock");
 }
 
-LockGuard ServiceCore::grant_direct(std::string_view key, const Names& names, const std::string& owner,
-                                    const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
+LockGuard ServiceCore::grant_direct(std::string_view key, const LockNames& names, const std::string& owner,
+                                    const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
                                     Clock::time_point called) {
   stats_.handed_over.fetch_add(1, std::memory_order_relaxed);
-  return grant(key, names, owner, 1, direct.fencing_token, lease, renewed, direct.sent, called,
+  return grant(key, names, owner, held, 1, direct.fencing_token, lease, renewed, direct.sent, called,
                direct.handoffs_in_a_row);
 }
 
-LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
-                             std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
-                             Clock::time_point called, int handoffs_in_a_row) {
+LockGuard ServiceCore::grant(std::string_view key, const LockNames& names, const std::string& owner,
+                             const std::string& held, long long holds, std::uint64_t fencing_token, Millis lease,
+                             bool renewed, Clock::time_point sent, Clock::time_point called, int handoffs_in_a_row) {
   std::shared_ptr<HeldLock> lock;
   std::shared_ptr<HeldLock> stale;
   std::shared_ptr<Hold> hold;
   bool watch = false;
   {
     std::lock_guard guard(mutex_);
-    std::shared_ptr<HeldLock>& slot = held_[held_key(owner, key)];
+    std::shared_ptr<HeldLock>& slot = held_[held];
     if (slot && !slot->lost_flag.load() && holds > 1) {
       // Re-entry: one more hold on the lock this owner already has.
       stats_.reentered.fetch_add(1, std::memory_order_relaxed);
@@ -216,7 +216,7 @@ LockGuard ServiceCore::grant(std::string_view key, const Names& names, const std
       // Redis granted the lock afresh: a record we still had is stale (it expired unnoticed).
       if (slot && !slot->lost_flag.load()) stale = slot;
       stats_.acquired.fetch_add(1, std::memory_order_relaxed);
-      lock = std::make_shared<HeldLock>(std::string(key), names.lock, owner, fencing_token);
+      lock = std::make_shared<HeldLock>(std::string(key), std::string(names.lock()), owner, held, fencing_token);
       lock->renewed = renewed;
       lock->lease_ms = lease.count();
       lock->holds = 1;
@@ -247,7 +247,7 @@ void ServiceCore::release(Hold& hold, Release how) {
     });
     final = lock->holds == 0;
     if (final) {
-      auto it = held_.find(held_key(lock->owner, lock->key));
+      auto it = held_.find(lock->held_key);
       if (it != held_.end() && it->second == lock) held_.erase(it);
     }
   }
@@ -259,21 +259,22 @@ void ServiceCore::release(Hold& hold, Release how) {
                         " was lost before this release (its lease ran out or it was taken over); Redis was left "
                         "untouched; the critical section may have overlapped another holder");
   }
-  const Names names = names_for(lock->key);
-  std::vector<std::string> keys{names.lock, names.channel, names.queue, names.turn};
-  std::vector<std::string> args{lock->owner, std::to_string(lock->lease_ms.load()), std::to_string(kTurnWindow.count())};
+  const LockNames names = names_for(lock->key);
+  const std::string lease_arg = std::to_string(lock->lease_ms.load());
+  const std::string window_arg = std::to_string(kTurnWindow.count());
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
-  WaiterTable::Offer offer = final ? waiters_.offer(names.channel, lock->owner) : WaiterTable::Offer{};
-  if (offer) {
-    keys.push_back(names.fence);
-    args.push_back(offer.owner());
-    args.push_back(std::to_string(offer.lease_ms()));
-    args.push_back(lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? "1" : "0");
-  }
+  WaiterTable::Offer offer = final ? waiters_.offer(names.channel(), lock->owner) : WaiterTable::Offer{};
+  const std::string candidate_lease_arg = offer ? std::to_string(offer.lease_ms()) : std::string();
+  const std::array<std::string_view, 5> keys{names.lock(), names.channel(), names.queue(), names.turn(), names.fence()};
+  const std::array<std::string_view, 6> args{
+      lock->owner, lease_arg, window_arg, offer ? std::string_view(offer.owner()) : std::string_view(),
+      candidate_lease_arg, lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? "1" : "0"};
   const Clock::time_point sent = Clock::now();
   RedisReply reply;
   try {
-    reply = scripts_.run(kReleaseScript, keys, args);
+    // Without an offer, the script's plain form: four keys, three arguments.
+    reply = offer ? scripts_.run(kReleaseScript, keys, args)
+                  : scripts_.run(kReleaseScript, std::span(keys).first(4), std::span(args).first(3));
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
                           " may not be released: it expires by itself within its lease (" +
@@ -298,7 +299,7 @@ void ServiceCore::release(Hold& hold, Release how) {
     offer.grant({std::stoull(reply.elements[3].str), sent, lock->handoffs_in_a_row + 1});
   } else if (!reply.elements[2].str.empty()) {
     // The next turn may be a waiter of this process: wake it now rather than after the notice's round trip.
-    waiters_.notify(names.channel, reply.elements[2].str);
+    waiters_.notify(names.channel(), reply.elements[2].str);
   }
 }
 
@@ -322,19 +323,21 @@ void ServiceCore::release_current_thread(std::string_view key) {
   release(*latest);
 }
 
-int ServiceCore::known_holds(const std::string& owner, std::string_view key) const {
+int ServiceCore::known_holds(const std::string& held) const {
   std::lock_guard guard(mutex_);
-  auto it = held_.find(held_key(owner, key));
+  auto it = held_.find(held);
   return it == held_.end() || it->second->lost_flag.load() ? 0 : it->second->holds;
 }
 
-void ServiceCore::leave_line(const Names& names, const std::string& owner) {
+void ServiceCore::leave_line(const LockNames& names, const std::string& owner) {
   // Best effort: a waiter left in line costs the others one turn window at most.
   try {
-    scripts_.run(kLeaveScript, {names.queue, names.turn, names.channel, names.lock},
-                 {owner, std::to_string(kTurnWindow.count())});
+    const std::string window_arg = std::to_string(kTurnWindow.count());
+    const std::array<std::string_view, 4> keys{names.queue(), names.turn(), names.channel(), names.lock()};
+    const std::array<std::string_view, 2> args{owner, window_arg};
+    scripts_.run(kLeaveScript, keys, args);
   } catch (const Error& e) {
-    logger_->debug("could not leave the line of '{}': {}", printable(names.lock), e.what());
+    logger_->debug("could not leave the line of '{}': {}", printable(names.lock()), e.what());
   }
 }
 

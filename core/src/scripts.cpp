@@ -2,6 +2,10 @@
 
 #include "dlock/errors.hpp"
 
+#include <algorithm>
+#include <array>
+#include <charconv>
+
 #include <string>
 
 namespace dlock::detail {
@@ -172,39 +176,34 @@ void ScriptRunner::load_all() {
   for (const Script* script : {&kAcquireScript, &kReleaseScript, &kRenewScript, &kLeaveScript}) load(*script);
 }
 
-std::string ScriptRunner::load(const Script& script) {
+std::string_view ScriptRunner::load(const Script& script) {
   RedisReply reply = redis_.command({"SCRIPT", "LOAD", std::string(script.source)});
   if (reply.type != RedisReply::Type::String) {
     throw RedisError("redis " + redis_.endpoint() + ": cannot load the " + std::string(script.name) +
                      " script: " + (reply.is_error() ? reply.str : std::string("unexpected reply")) +
                      "; the user needs the EVALSHA and SCRIPT commands");
   }
+  // A script's SHA is the SHA1 of its text, the same after every reload, so
+  // the first one stored stays: callers may keep views of it.
   std::lock_guard lock(mutex_);
-  for (auto& [known, sha] : shas_) {
-    if (known == &script) {
-      sha = reply.str;
-      return sha;
-    }
-  }
-  shas_.emplace_back(&script, reply.str);
-  return reply.str;
+  return shas_.try_emplace(&script, std::move(reply.str)).first->second;
 }
 
-std::string ScriptRunner::sha_of(const Script& script) {
+std::string_view ScriptRunner::sha_of(const Script& script) {
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [known, sha] : shas_)
-      if (known == &script) return sha;
+    auto it = shas_.find(&script);
+    if (it != shas_.end()) return it->second;
   }
   return load(script);
 }
 
-RedisCommand ScriptRunner::evalsha(const std::string& sha, const std::vector<std::string>& keys,
+RedisCommand ScriptRunner::evalsha(std::string_view sha, const std::vector<std::string>& keys,
                                    const std::vector<std::string>& args) {
   RedisCommand cmd;
   cmd.reserve(3 + keys.size() + args.size());
   cmd.emplace_back("EVALSHA");
-  cmd.push_back(sha);
+  cmd.emplace_back(sha);
   cmd.push_back(std::to_string(keys.size()));
   cmd.insert(cmd.end(), keys.begin(), keys.end());
   cmd.insert(cmd.end(), args.begin(), args.end());
@@ -215,16 +214,35 @@ bool ScriptRunner::is_noscript(const RedisReply& reply) {
   return reply.is_error() && reply.str.rfind("NOSCRIPT", 0) == 0;
 }
 
-RedisReply ScriptRunner::run(const Script& script, const std::vector<std::string>& keys,
-                             const std::vector<std::string>& args) {
-  RedisReply reply = redis_.command(evalsha(sha_of(script), keys, args));
-  if (is_noscript(reply)) reply = redis_.command(evalsha(load(script), keys, args));
+RedisReply ScriptRunner::run(const Script& script, std::span<const std::string_view> keys,
+                             std::span<const std::string_view> args) {
+  // Views of the caller's strings, sent without a copy (lock() and unlock() run this on every call).
+  constexpr std::size_t kInline = 16;
+  const std::size_t count = 3 + keys.size() + args.size();
+  std::array<std::string_view, kInline> inline_parts;
+  std::vector<std::string_view> heap_parts;
+  if (count > kInline) heap_parts.resize(count);
+  const std::span<std::string_view> parts(count > kInline ? heap_parts.data() : inline_parts.data(), count);
+  char key_count[24];
+  const auto [end, ec] = std::to_chars(std::begin(key_count), std::end(key_count), keys.size());
+  (void)ec;
+  parts[0] = "EVALSHA";
+  parts[2] = std::string_view(key_count, static_cast<std::size_t>(end - key_count));
+  std::copy(keys.begin(), keys.end(), parts.begin() + 3);
+  std::copy(args.begin(), args.end(), parts.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
+
+  parts[1] = sha_of(script);
+  RedisReply reply = redis_.command_parts(parts);
+  if (is_noscript(reply)) {
+    parts[1] = load(script);
+    reply = redis_.command_parts(parts);
+  }
   return reply;
 }
 
 std::vector<RedisReply> ScriptRunner::run_pipelined(
     const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls) {
-  std::string sha = sha_of(script);
+  std::string sha(sha_of(script));
   std::vector<RedisCommand> commands;
   commands.reserve(calls.size());
   for (const auto& [keys, args] : calls) commands.push_back(evalsha(sha, keys, args));

@@ -26,10 +26,15 @@ struct WaiterTable::Channel {
 
 struct WaiterTable::State {
   std::mutex mutex;
-  std::unordered_map<std::string, std::unique_ptr<Channel>> channels;  // guarded by mutex
+  // Looked up by string_view too: a release looks up its channel on every call.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<Channel>, NameHash, std::equal_to<>> channels;  // guarded by mutex
 
   // Called from the subscriber's thread on every release notice.
-  void notify(const std::string& name, const std::string& owner) {
+  void notify(std::string_view name, const std::string& owner) {
     std::lock_guard guard(mutex);
     auto it = channels.find(name);
     if (it == channels.end()) return;
@@ -61,7 +66,9 @@ WaiterTable::WaiterTable(RedisExecutor& redis) : state_(std::make_shared<State>(
 
 WaiterTable::~WaiterTable() = default;
 
-void WaiterTable::enter(const std::string& name, const std::string& owner, long long lease_ms, Ticket& ticket) {
+void WaiterTable::enter(std::string_view channel_name, const std::string& owner, long long lease_ms,
+                        Ticket& ticket) {
+  const std::string name(channel_name);
   std::unique_lock guard(state_->mutex);
   auto [it, created] = state_->channels.try_emplace(name);
   if (created) it->second = std::make_unique<Channel>(name);
@@ -92,9 +99,9 @@ void WaiterTable::enter(const std::string& name, const std::string& owner, long 
   }
 }
 
-void WaiterTable::notify(const std::string& channel, const std::string& owner) { state_->notify(channel, owner); }
+void WaiterTable::notify(std::string_view channel, const std::string& owner) { state_->notify(channel, owner); }
 
-WaiterTable::Offer WaiterTable::offer(const std::string& name, const std::string& releaser) {
+WaiterTable::Offer WaiterTable::offer(std::string_view name, const std::string& releaser) {
   Offer offer;
   std::lock_guard guard(state_->mutex);
   auto it = state_->channels.find(name);

@@ -45,6 +45,7 @@ struct Watchdog::State {
   std::set<std::pair<Clock::time_point, const HeldLock*>> schedule;                            // guarded by mutex
   bool stopping = false;                                                                      // guarded by mutex
   Clock::time_point sleeping_until = Clock::time_point::max();  // guarded by mutex: when the thread wakes by itself
+  Clock::time_point latest_due = Clock::time_point::min();      // guarded by mutex: of every task ever planned
 
   void plan_locked(const std::shared_ptr<HeldLock>& lock, Clock::time_point due) {
     auto it = watched.find(lock.get());
@@ -55,6 +56,7 @@ struct Watchdog::State {
       it->second.second = due;
     }
     schedule.insert({due, lock.get()});
+    if (due != kInRound) latest_due = std::max(latest_due, due);
   }
 
   // Returns whether the lock was still watched.
@@ -158,8 +160,17 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
   std::unique_lock guard(state->mutex);
   while (!state->stopping) {
     if (state->schedule.empty()) {
-      state->sleeping_until = Clock::time_point::max();
-      state->wake.wait(guard);
+      // Nothing to do. If a task was due later (its lock has been released
+      // since), wake then anyway: a lock() that plans a task due after that
+      // need not wake this thread, so a loop of lock+unlock wakes it once
+      // per renewal period instead of on every lock().
+      if (Clock::now() < state->latest_due) {
+        state->sleeping_until = state->latest_due;
+        state->wake.wait_until(guard, state->latest_due);
+      } else {
+        state->sleeping_until = Clock::time_point::max();
+        state->wake.wait(guard);
+      }
       continue;
     }
     const Clock::time_point first = state->schedule.begin()->first;

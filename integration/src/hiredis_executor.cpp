@@ -24,6 +24,11 @@ RedisReply HiredisExecutor::command(const RedisCommand& argv) {
   return connection->command(argv);
 }
 
+RedisReply HiredisExecutor::command_parts(std::span<const std::string_view> argv) {
+  auto connection = pool_.borrow();
+  return connection->command(argv);
+}
+
 std::vector<RedisReply> HiredisExecutor::pipeline(const std::vector<RedisCommand>& commands) {
   auto connection = pool_.borrow();
   return connection->pipeline(commands);

@@ -3,12 +3,52 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
+#include <array>
 #include <string_view>
+#include <vector>
 
 #include "dlock/errors.hpp"
 
 namespace dlock::detail {
 namespace {
+
+// hiredis wants parallel arrays of pointers and lengths. A lock's commands
+// have at most a dozen parts: keep those on the stack, not in two heap vectors.
+class ArgvView {
+ public:
+  template <typename Parts>
+  explicit ArgvView(const Parts& argv) {
+    if (argv.size() > kInline) {
+      heap_parts_.resize(argv.size());
+      heap_lengths_.resize(argv.size());
+    }
+    const char** parts = argv.size() > kInline ? heap_parts_.data() : inline_parts_.data();
+    size_t* lengths = argv.size() > kInline ? heap_lengths_.data() : inline_lengths_.data();
+    for (std::size_t i = 0; i < argv.size(); ++i) {
+      parts[i] = argv[i].data();
+      lengths[i] = argv[i].size();
+    }
+    count_ = static_cast<int>(argv.size());
+    parts_ = parts;
+    lengths_ = lengths;
+  }
+  ArgvView(const ArgvView&) = delete;
+  ArgvView& operator=(const ArgvView&) = delete;
+
+  int count() const { return count_; }
+  const char** parts() const { return parts_; }
+  const size_t* lengths() const { return lengths_; }
+
+ private:
+  static constexpr std::size_t kInline = 16;
+  std::array<const char*, kInline> inline_parts_{};
+  std::array<size_t, kInline> inline_lengths_{};
+  std::vector<const char*> heap_parts_;
+  std::vector<size_t> heap_lengths_;
+  int count_ = 0;
+  const char** parts_ = nullptr;
+  const size_t* lengths_ = nullptr;
+};
 
 timeval to_timeval(Millis duration) {
   const auto ms = duration.count() > 0 ? duration.count() : 1;
@@ -108,19 +148,16 @@ void RedisConnection::fail(const std::string& during) {
   throw ConnectionError(describe_failure(endpoint_, config_, during, cause));
 }
 
-RedisReply RedisConnection::command(const RedisCommand& argv) {
+RedisReply RedisConnection::command(const RedisCommand& argv) { return send(std::span<const std::string>(argv)); }
+
+RedisReply RedisConnection::command(std::span<const std::string_view> argv) { return send(argv); }
+
+template <typename Part>
+RedisReply RedisConnection::send(std::span<const Part> argv) {
   if (argv.empty()) throw InvalidArgument("redis command is empty");
-  std::vector<const char*> parts;
-  std::vector<size_t> lengths;
-  parts.reserve(argv.size());
-  lengths.reserve(argv.size());
-  for (const auto& arg : argv) {
-    parts.push_back(arg.data());
-    lengths.push_back(arg.size());
-  }
-  auto* raw = static_cast<redisReply*>(
-      redisCommandArgv(context_, static_cast<int>(argv.size()), parts.data(), lengths.data()));
-  if (raw == nullptr) fail("running " + argv.front());
+  const ArgvView view(argv);
+  auto* raw = static_cast<redisReply*>(redisCommandArgv(context_, view.count(), view.parts(), view.lengths()));
+  if (raw == nullptr) fail("running " + std::string(argv.front()));
   RedisReply reply = to_reply(raw);
   freeReplyObject(raw);
   return reply;
@@ -132,13 +169,8 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
   const std::string during = "running a pipeline of " + std::to_string(commands.size()) + " commands";
   for (const auto& argv : commands) {
     if (argv.empty()) throw InvalidArgument("redis command in a pipeline is empty");
-    std::vector<const char*> parts;
-    std::vector<size_t> lengths;
-    for (const auto& arg : argv) {
-      parts.push_back(arg.data());
-      lengths.push_back(arg.size());
-    }
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), parts.data(), lengths.data()) != REDIS_OK) {
+    const ArgvView view(argv);
+    if (redisAppendCommandArgv(context_, view.count(), view.parts(), view.lengths()) != REDIS_OK) {
       fail(during);
     }
   }

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlock {
@@ -66,6 +68,13 @@ class RedisExecutor {
   // back as a reply of Type::Error; only transport failures (unreachable,
   // timed out, connection dropped) throw, as ConnectionError. Thread-safe.
   virtual RedisReply command(const RedisCommand& argv) = 0;
+
+  // As command(), with the parts given as views, for callers on a hot path:
+  // an executor that can send them without copying overrides this. The
+  // default copies them into a RedisCommand.
+  virtual RedisReply command_parts(std::span<const std::string_view> argv) {
+    return command(RedisCommand(argv.begin(), argv.end()));
+  }
 
   // Sends the commands in one round trip and returns their replies in order.
   // Throws ConnectionError as command() does. Thread-safe.

@@ -22,7 +22,9 @@
 // grant the lock to it inside the release (it is known to be alive), at most
 // a few times in a row ahead of older waiters of other processes.
 
+#include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,22 +56,23 @@ class ScriptRunner {
   // Loads every script now; throws ConnectionError when Redis is unreachable.
   void load_all();
 
-  RedisReply run(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
+  RedisReply run(const Script& script, std::span<const std::string_view> keys, std::span<const std::string_view> args);
 
   // One round trip for many calls of the same script (the watchdog's renewals).
   std::vector<RedisReply> run_pipelined(const Script& script,
                                         const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls);
 
  private:
-  std::string sha_of(const Script& script);
-  std::string load(const Script& script);
-  static RedisCommand evalsha(const std::string& sha, const std::vector<std::string>& keys,
+  // Views that stay valid as long as the runner.
+  std::string_view sha_of(const Script& script);
+  std::string_view load(const Script& script);
+  static RedisCommand evalsha(std::string_view sha, const std::vector<std::string>& keys,
                               const std::vector<std::string>& args);
   static bool is_noscript(const RedisReply& reply);
 
   RedisExecutor& redis_;
   std::mutex mutex_;
-  std::vector<std::pair<const Script*, std::string>> shas_;  // guarded by mutex_
+  std::map<const Script*, std::string> shas_;  // guarded by mutex_; an entry, once made, never changes
 };
 
 }  // namespace dlock::detail

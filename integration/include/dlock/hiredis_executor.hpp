@@ -21,6 +21,7 @@ class HiredisExecutor final : public RedisExecutor {
   void connect();
 
   RedisReply command(const RedisCommand& argv) override;
+  RedisReply command_parts(std::span<const std::string_view> argv) override;
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) override;
   Subscription subscribe(const std::string& channel, MessageHandler on_message) override;
   std::string endpoint() const override;

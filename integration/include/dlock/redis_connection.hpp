@@ -4,6 +4,7 @@
 // password) and SELECT. Not thread-safe; the pool and the subscriber own them.
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ class RedisConnection {
 
   // Throws ConnectionError on a transport failure, after which broken() is true.
   RedisReply command(const RedisCommand& argv);
+  RedisReply command(std::span<const std::string_view> argv);
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands);
 
   // Once true the connection must be dropped, never reused.
@@ -38,6 +40,9 @@ class RedisConnection {
   [[noreturn]] void fail(const std::string& during);
 
  private:
+  template <typename Part>
+  RedisReply send(std::span<const Part> argv);
+
   redisContext* context_ = nullptr;
   std::string endpoint_;
   RedisConfig config_;

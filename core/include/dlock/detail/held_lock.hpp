@@ -24,13 +24,15 @@ inline Millis clock_drift(Millis lease) { return lease / 100 + Millis(2); }
 struct Hold;
 
 struct HeldLock {
-  HeldLock(std::string key_, std::string lock_name_, std::string owner_, std::uint64_t fencing_token_)
+  HeldLock(std::string key_, std::string lock_name_, std::string owner_, std::string held_key_,
+           std::uint64_t fencing_token_)
       : key(std::move(key_)), lock_name(std::move(lock_name_)), owner(std::move(owner_)),
-        fencing_token(fencing_token_) {}
+        held_key(std::move(held_key_)), fencing_token(fencing_token_) {}
 
   const std::string key;        // as the user passed it
   const std::string lock_name;  // P{K}
   const std::string owner;      // "<instance>:<thread>"
+  const std::string held_key;   // its key in the service's table of held locks
   const std::uint64_t fencing_token;
 
   std::atomic<bool> renewed{false};        // watchdog-managed (else a fixed lease)

@@ -13,6 +13,7 @@
 #include <spdlog/logger.h>
 
 #include "dlock/detail/held_lock.hpp"
+#include "dlock/detail/lock_names.hpp"
 #include "dlock/detail/stats_recorder.hpp"
 #include "dlock/detail/waiter_table.hpp"
 #include "dlock/detail/watchdog.hpp"
@@ -40,25 +41,23 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   spdlog::logger& logger() { return *logger_; }
 
  private:
-  struct Names {
-    std::string lock, fence, channel, queue, turn;
-  };
-  Names names_for(std::string_view key) const;
+  LockNames names_for(std::string_view key) const;
   std::string owner_token() const;
   // The key of held_ for one owner's holds of one user key.
   static std::string held_key(std::string_view owner, std::string_view key);
-  void leave_line(const Names& names, const std::string& owner);
-  // This process' holds of `key` under `owner` (0 if none or lost), as the acquire script wants them.
-  int known_holds(const std::string& owner, std::string_view key) const;
+  void leave_line(const LockNames& names, const std::string& owner);
+  // This process' holds under `held` (a held_key(); 0 if none or lost), as the acquire script wants them.
+  int known_holds(const std::string& held) const;
   void validate(std::string_view key, const LockOptions& options) const;
-  LockGuard grant(std::string_view key, const Names& names, const std::string& owner, long long holds,
-                  std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
+  LockGuard grant(std::string_view key, const LockNames& names, const std::string& owner, const std::string& held,
+                  long long holds, std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
                   Clock::time_point called, int handoffs_in_a_row = 0);
   // The lock, handed to this waiter inside a release by another thread of this process.
-  LockGuard grant_direct(std::string_view key, const Names& names, const std::string& owner,
-                         const WaiterTable::DirectGrant& direct, Millis lease, bool renewed, Clock::time_point called);
+  LockGuard grant_direct(std::string_view key, const LockNames& names, const std::string& owner,
+                         const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
+                         Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
-  [[noreturn]] void throw_reply_error(std::string_view key, const Names& names, const RedisReply& reply,
+  [[noreturn]] void throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
                                       std::string_view during) const;
 
   const std::shared_ptr<RedisExecutor> redis_;

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "dlock/lock_options.hpp"
@@ -90,16 +91,16 @@ class WaiterTable {
   // first waiter. Returns once the subscription is confirmed or could not be
   // (then the waiter relies on its timed retries alone). `lease_ms` is the
   // lease a direct grant must give it.
-  void enter(const std::string& channel, const std::string& owner, long long lease_ms, Ticket& ticket);
+  void enter(std::string_view channel, const std::string& owner, long long lease_ms, Ticket& ticket);
 
   // Picks the oldest waiter of `channel` asleep in line, if any, for the
   // releasing thread (whose owner token is `releaser`) to hand the lock to.
-  Offer offer(const std::string& channel, const std::string& releaser);
+  Offer offer(std::string_view channel, const std::string& releaser);
 
   // Delivers a release notice as if it came from the subscriber: wakes
   // `owner` if it waits here, or with an empty owner the oldest waiter.
   // The releaser calls it directly for a waiter of its own process.
-  void notify(const std::string& channel, const std::string& owner);
+  void notify(std::string_view channel, const std::string& owner);
 
 
  private:
