@@ -143,7 +143,9 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
       const Millis nap = std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now));
       if (ticket) {
         // The subscriber's reconnect notice ends it early.
-        if (auto direct = ticket.wait(nap)) return grant_direct(key, names, owner, held, *direct, lease, renewed, called);
+        if (auto direct = ticket.wait(nap)) {
+          return grant_direct(key, names, owner, held, *direct, lease, renewed, called);
+        }
       } else {
         std::this_thread::sleep_for(nap);
       }
@@ -183,8 +185,8 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
 }
 
 LockGuard ServiceCore::grant_direct(std::string_view key, const LockNames& names, const std::string& owner,
-                                    const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
-                                    Clock::time_point called) {
+                                    const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease,
+                                    bool renewed, Clock::time_point called) {
   stats_.handed_over.fetch_add(1, std::memory_order_relaxed);
   return grant(key, names, owner, held, 1, direct.fencing_token, lease, renewed, direct.sent, called,
                direct.handoffs_in_a_row);
