@@ -4,12 +4,15 @@
 //     locally; if Redis did run it, the lock it took is renewed by nobody and
 //     expires after its lease (it is never held forever);
 //   - a release that times out throws ConnectionError, never reports success;
+//     a local waiter it was handing the lock to retries, and adopts the grant
+//     if the release ran after all;
 //     the lock is gone either way within its lease (the watchdog stopped
 //     before the release was sent).
 // Redis is made to sit on the command with DEBUG SLEEP, longer than the
 // client's command timeout; it runs the queued command when it wakes.
 #include <catch2/catch.hpp>
 
+#include <future>
 #include <thread>
 
 #include "fault_tools.hpp"
@@ -129,4 +132,38 @@ TEST_CASE("a re-entrant acquire that timed out leaves the outer hold working and
   // If the timed-out re-entry ran, one hold is left in Redis that nobody renews: it ends
   // within one lease. It is never held forever.
   CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{nest}"}) == "0"; }, 2000ms + 3000ms));
+}
+
+TEST_CASE("a release that timed out while handing the lock to a local waiter leaves that waiter one hold, once",
+          "[fault][ambiguous][handoff]") {
+  dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
+  auto service = dlock::test::make_service(redis, short_timeouts(2000ms));
+  auto guard = service->lock("offer");
+  REQUIRE(guard);
+
+  struct Outcome {
+    bool got = false;
+    int holds = 0;
+  };
+  auto waiter = std::async(std::launch::async, [&] {
+    auto got = service->lock("offer", {.wait = 8s});
+    Outcome outcome{static_cast<bool>(got), service->hold_count("offer")};
+    got.unlock();
+    return outcome;
+  });
+  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{offer}:queue"}) == "1"; }));
+  std::this_thread::sleep_for(300ms);  // asleep in line: the release offers it the lock
+
+  std::thread sleeper = sleep_redis(redis, "1.0");
+  CHECK_THROWS_AS(guard.unlock(), dlock::ConnectionError);
+  sleeper.join();
+  REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
+  const Outcome outcome = waiter.get();
+
+  // Granted by the release that ran late, or after the holder's lease: either
+  // way the waiter holds it once, and its one release frees it.
+  CHECK(outcome.got);
+  CHECK(outcome.holds == 1);
+  CHECK(redis.run({"EXISTS", "dlock:{offer}", "dlock:{offer}:queue"}) == "0");
+  CHECK(service->stats().timeouts == 0);
 }
