@@ -66,14 +66,22 @@ TEST_CASE("a user with only the README's minimal ACL runs the whole lock cycle",
     got = static_cast<bool>(other->lock("acl", {.wait = 10s}));
     waited_ms = dlock::test::elapsed_ms(start);
   });
+  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{acl}:queue"}) == "1"; }));
+  // A waiter of the holder's own instance: the release hands it the lock directly, as the user.
+  bool got_locally = false;
+  std::thread local_waiter([&] { got_locally = static_cast<bool>(service->lock("acl", {.wait = 10s})); });
+  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{acl}:queue"}) == "2"; }));
   std::this_thread::sleep_for(300ms);
   inner.unlock();
   outer.unlock();
+  local_waiter.join();
   waiter.join();
+  CHECK(got_locally);
+  CHECK(service->stats().handed_over == 1);
   CHECK(got);
   CHECK(waited_ms < 3000);  // woken by the release notice, which the user may publish
   CHECK(redis.run({"EXISTS", "dlock:{acl}"}) == "0");
-  CHECK(redis.run({"GET", "dlock:{acl}:fence"}) == "2");
+  CHECK(redis.run({"GET", "dlock:{acl}:fence"}) == "3");
 }
 
 TEST_CASE("a user without rights on the lock keys gets a RedisError saying so", "[acl]") {
