@@ -163,3 +163,27 @@ TEST_CASE("a waiter that gives up frees a lock handed to it that it never learnt
                    "mine:1", "200"}) == "1");
   CHECK(redis.run({"HGET", "dlock:{k}", "mine:1"}) == "2");
 }
+
+TEST_CASE("a release whose fencing counter was overwritten still frees the lock, and hands nothing over",
+          "[handoff][scripts]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto guard = service->lock("h");
+  auto waiter = std::async(std::launch::async, [&] {
+    try {
+      service->lock("h", {.wait = 5s});
+      return std::string("acquired");
+    } catch (const dlock::RedisError& e) {
+      return std::string(e.what());
+    }
+  });
+  await_line(redis, "h", 1);
+  redis.run({"DEL", "dlock:{h}:fence"});
+  redis.run({"HSET", "dlock:{h}:fence", "not", "a counter"});
+  CHECK_NOTHROW(guard.unlock());
+  CHECK(redis.run({"EXISTS", "dlock:{h}"}) == "0");
+  REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
+  // The waiter's own acquire then names the damaged counter.
+  CHECK_THAT(waiter.get(), Catch::Contains("'h'") && Catch::Contains("not a dlock lock"));
+  CHECK(service->stats().handed_over == 0);
+}

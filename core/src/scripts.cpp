@@ -122,8 +122,12 @@ local candidate = ARGV[4] or ''
 if candidate ~= '' and KEYS[5] and redis.call('ZSCORE', KEYS[3], candidate) then
   local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   local bypass = oldest ~= candidate
-  local fence = redis.call('GET', KEYS[5])
-  local fence_ok = not fence or (string.match(fence, '^%d+$') and string.len(fence) <= 19)
+  -- A fencing counter that is not one leaves the plain hand-off below to run (and the next acquire to fail).
+  local fence_ok = false
+  if not wrong_type(KEYS[5], 'string') then
+    local fence = redis.call('GET', KEYS[5])
+    fence_ok = not fence or (string.match(fence, '^%d+$') ~= nil and string.len(fence) <= 19)
+  end
   if fence_ok and (not bypass or ARGV[6] == '1') then
     redis.call('DEL', KEYS[1])
     redis.call('INCR', KEYS[5])
