@@ -29,7 +29,7 @@ constexpr Millis kOutageRetry{100};
 // process, saving that waiter a round trip. In line order that is always
 // fair; ahead of older waiters of other processes it is allowed only while
 // the lock has passed within this process fewer than this many times in a
-// row, so the oldest waiter elsewhere waits at most this many extra holds.
+// row, so the oldest waiter in line is passed over at most this many times.
 constexpr int kMaxLocalHandoffsInARow = 3;
 
 std::shared_ptr<spdlog::logger> default_logger() {
