@@ -151,10 +151,11 @@ TEST_CASE("a waiter that gives up frees a lock handed to it that it never learnt
   redis.run({"HSET", "dlock:{h}", "gone:1", "1"});
   redis.run({"PEXPIRE", "dlock:{h}", "30000"});
   redis.run({"ZADD", "dlock:{h}:queue", "2", "next:1"});
+  redis.run({"ZADD", "dlock:{h}:queue", "1", "gone:1"});  // still ahead in line: the turn must skip it
   const std::string source = dlock::detail::kLeaveScript.source;
   CHECK(redis.run({"EVAL", source, "4", "dlock:{h}:queue", "dlock:{h}:turn", "dlock:{h}:released", "dlock:{h}",
                    "gone:1", "200"}) == "1");
-  CHECK(redis.run({"EXISTS", "dlock:{h}"}) == "0");
+  CHECK(redis.run({"EXISTS", "dlock:{h}", "dlock:{h}:queue"}) == "0");
   CHECK(redis.run({"GET", "dlock:{h}:turn"}) == "next:1");
 
   // A hold that is not a grant's single one is never touched.
@@ -168,6 +169,11 @@ TEST_CASE("a release whose fencing counter was overwritten still frees the lock,
           "[handoff][scripts]") {
   dlock::test::RedisServer redis;
   auto service = dlock::test::make_service(redis);
+  // Values the direct grant's INCR refuses: another type, and strings no INCR accepts.
+  std::vector<std::string> damage;
+  SECTION("a hash") { damage = {"HSET", "dlock:{h}:fence", "not", "a counter"}; }
+  SECTION("leading zeros") { damage = {"SET", "dlock:{h}:fence", "007"}; }
+  SECTION("the largest counter") { damage = {"SET", "dlock:{h}:fence", "9223372036854775807"}; }
   auto guard = service->lock("h");
   auto waiter = std::async(std::launch::async, [&] {
     try {
@@ -179,11 +185,35 @@ TEST_CASE("a release whose fencing counter was overwritten still frees the lock,
   });
   await_line(redis, "h", 1);
   redis.run({"DEL", "dlock:{h}:fence"});
-  redis.run({"HSET", "dlock:{h}:fence", "not", "a counter"});
+  redis.run(damage);
   CHECK_NOTHROW(guard.unlock());
   CHECK(redis.run({"EXISTS", "dlock:{h}"}) == "0");
   REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
-  // The waiter's own acquire then names the damaged counter.
-  CHECK_THAT(waiter.get(), Catch::Contains("'h'") && Catch::Contains("not a dlock lock"));
+  // The waiter's own acquire then fails on the damaged counter, naming the lock.
+  CHECK_THAT(waiter.get(), Catch::Contains("lock 'h'") && Catch::Contains("not a dlock lock"));
   CHECK(service->stats().handed_over == 0);
+}
+
+TEST_CASE("a lost-lock hook that blocks does not hold up the waiter a release was handing the lock to",
+          "[handoff]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  std::atomic<bool> waiter_done{false};
+  std::atomic<bool> hook_saw_waiter_done{false};
+  service->on_lost([&](const std::string&) {
+    // Blocks until the waiter is through, or gives up after 10 s.
+    hook_saw_waiter_done = dlock::test::eventually([&] { return waiter_done.load(); }, 10s);
+  });
+  auto guard = service->lock("h");
+  auto waiter = std::async(std::launch::async, [&] {
+    auto got = service->try_lock("h", {.wait = 8s});
+    waiter_done = true;
+    return static_cast<bool>(got);
+  });
+  await_line(redis, "h", 1);
+  redis.run({"DEL", "dlock:{h}"});  // the holder's lock is gone: its release finds it lost
+  CHECK_THROWS_AS(guard.unlock(), dlock::LockLostError);
+  CHECK(hook_saw_waiter_done.load());
+  REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
+  CHECK(waiter.get());
 }

@@ -77,7 +77,9 @@ TEST_CASE("another program's data at a lock's names is a RedisError naming the k
   redis.run({"SADD", "dlock:{s}", "member"});
   redis.run({"SET", "dlock:{n}:fence", "-3"});
   redis.run({"SET", "dlock:{big}:fence", "12345678901234567890"});
-  for (const std::string key : {"l", "h", "s", "n", "big"}) {
+  redis.run({"SET", "dlock:{zeros}:fence", "007"});                // INCR refuses leading zeros
+  redis.run({"SET", "dlock:{max}:fence", "9223372036854775807"});  // and going past 2^63-1
+  for (const std::string key : {"l", "h", "s", "n", "big", "zeros", "max"}) {
     INFO(key);
     CHECK_THROWS_AS(service->lock(key), dlock::RedisError);
     CHECK_THROWS_WITH(service->try_lock(key), Catch::Contains("'" + key + "'") && Catch::Contains("not a dlock lock"));
@@ -88,6 +90,8 @@ TEST_CASE("another program's data at a lock's names is a RedisError naming the k
   CHECK(redis.run({"TYPE", "dlock:{s}"}) == "set");
   CHECK(redis.run({"EXISTS", "dlock:{l}"}) == "0");  // no half-made lock
   CHECK(redis.run({"GET", "dlock:{n}:fence"}) == "-3");
+  CHECK(redis.run({"GET", "dlock:{zeros}:fence"}) == "007");
+  CHECK(redis.run({"EXISTS", "dlock:{zeros}", "dlock:{max}"}) == "0");
 }
 
 TEST_CASE("a user's own hash at a lock's name reads as held by someone else, never as acquired", "[hostile]") {

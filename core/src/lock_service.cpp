@@ -279,8 +279,20 @@ void ServiceCore::release(Hold& hold, Release how) {
                   : scripts_.run(kReleaseScript, std::span(keys).first(4), std::span(args).first(3));
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
-                          " may not be released: it expires by itself within its lease (" +
-                          std::to_string(lock->lease_ms.load()) + " ms) after its last hold is released");
+                          " may not be released: if the release did not run, the lock expires by itself within its "
+                          "lease (" + std::to_string(lock->lease_ms.load()) + " ms); if it did, it was freed or handed "
+                          "to the next waiter");
+  }
+  // Settle the offer first: the waiter must not sit out what follows (a
+  // lost-lock hook runs user code). Without a grant, it tries by itself.
+  const bool handed_over = offer && reply.type == RedisReply::Type::Array && reply.elements.size() >= 4 &&
+                           reply.elements[0].type == RedisReply::Type::Integer && reply.elements[0].integer == 0 &&
+                           reply.elements[3].type == RedisReply::Type::String && !reply.elements[3].str.empty() &&
+                           reply.elements[2].str == offer.owner();
+  if (handed_over) {
+    offer.grant({std::stoull(reply.elements[3].str), sent, lock->handoffs_in_a_row + 1});
+  } else {
+    offer.decline();
   }
   if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 3 ||
       reply.elements[0].type != RedisReply::Type::Integer) {
@@ -296,10 +308,7 @@ void ServiceCore::release(Hold& hold, Release how) {
   stats_.released.fetch_add(1, std::memory_order_relaxed);
   if (status > 0) {
     lock->extend_validity(sent, Millis(lock->lease_ms.load()));
-  } else if (offer && reply.elements.size() >= 4 && reply.elements[3].type == RedisReply::Type::String &&
-             !reply.elements[3].str.empty() && reply.elements[2].str == offer.owner()) {
-    offer.grant({std::stoull(reply.elements[3].str), sent, lock->handoffs_in_a_row + 1});
-  } else if (!reply.elements[2].str.empty()) {
+  } else if (!handed_over && !reply.elements[2].str.empty()) {
     // The next turn may be a waiter of this process: wake it now rather than after the notice's round trip.
     waiters_.notify(names.channel(), reply.elements[2].str);
   }

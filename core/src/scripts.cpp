@@ -23,12 +23,25 @@ local function wrong_type(key, wanted)
   end
   return nil
 end
--- Hands the next turn to the oldest waiter in line: for a window only it may
--- take the free lock. Publishes its token (empty: nobody waits, anyone may).
--- The publish goes first: it is the step a user's channel rights may refuse,
--- and a refusal must leave nothing half done.
-local function hand_turn(queue, turn, channel, window)
-  local next_owner = redis.call('ZRANGE', queue, 0, 0)[1] or ''
+-- Draws the next fencing token from `key`, before the caller's first write.
+-- Returns nil, leaving `key` untouched, if it holds no count: another type,
+-- text that is no non-negative number, or one INCR refuses (leading zeros,
+-- 2^63-1). The token travels as a string: Lua numbers are exact only to 2^53.
+local function draw_fence(key)
+  if wrong_type(key, 'string') then return nil end
+  local fence = redis.call('GET', key)
+  if fence and not string.match(fence, '^%d+$') then return nil end
+  if type(redis.pcall('INCR', key)) == 'table' then return nil end
+  return redis.call('GET', key)
+end
+-- Hands the next turn to the oldest waiter in line (other than `skip`): for a
+-- window only it may take the free lock. Publishes its token (empty: nobody
+-- waits, anyone may). The publish goes first: it is the step a user's channel
+-- rights may refuse, and a refusal must leave nothing half done.
+local function hand_turn(queue, turn, channel, window, skip)
+  local line = redis.call('ZRANGE', queue, 0, 1)
+  local next_owner = line[1] or ''
+  if next_owner == skip then next_owner = line[2] or '' end
   redis.call('PUBLISH', channel, next_owner)
   if next_owner ~= '' then
     redis.call('ZREM', queue, next_owner)
@@ -84,13 +97,10 @@ if turn and turn ~= owner then
   return {0, redis.call('PTTL', KEYS[4])}
 end
 -- Free: take it, count the first hold and draw the next fencing token.
-local fence = redis.call('GET', KEYS[2])
-if fence and (not string.match(fence, '^%d+$') or string.len(fence) > 19) then
+local token = draw_fence(KEYS[2])
+if not token then
   return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[2] .. ' is not a fencing counter')
 end
--- The token travels as a string: Lua numbers are doubles, exact only to 2^53.
-redis.call('INCR', KEYS[2])
-local token = redis.call('GET', KEYS[2])
 redis.call('HSET', KEYS[1], owner, 1)
 redis.call('PEXPIRE', KEYS[1], lease)
 if turn then redis.call('DEL', KEYS[4]) end
@@ -121,20 +131,17 @@ end
 local candidate = ARGV[4] or ''
 if candidate ~= '' and KEYS[5] and redis.call('ZSCORE', KEYS[3], candidate) then
   local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-  local bypass = oldest ~= candidate
-  -- A fencing counter that is not one leaves the plain hand-off below to run (and the next acquire to fail).
-  local fence_ok = false
-  if not wrong_type(KEYS[5], 'string') then
-    local fence = redis.call('GET', KEYS[5])
-    fence_ok = not fence or (string.match(fence, '^%d+$') ~= nil and string.len(fence) <= 19)
-  end
-  if fence_ok and (not bypass or ARGV[6] == '1') then
-    redis.call('DEL', KEYS[1])
-    redis.call('INCR', KEYS[5])
-    redis.call('HSET', KEYS[1], candidate, 1)
-    redis.call('PEXPIRE', KEYS[1], ARGV[5])
-    redis.call('ZREM', KEYS[3], candidate)
-    return {0, 0, candidate, redis.call('GET', KEYS[5])}
+  if oldest == candidate or ARGV[6] == '1' then
+    -- A fencing counter that holds no count leaves the plain hand-off below
+    -- to run (and the next acquire to report it).
+    local token = draw_fence(KEYS[5])
+    if token then
+      redis.call('DEL', KEYS[1])
+      redis.call('HSET', KEYS[1], candidate, 1)
+      redis.call('PEXPIRE', KEYS[1], ARGV[5])
+      redis.call('ZREM', KEYS[3], candidate)
+      return {0, 0, candidate, token}
+    end
   end
 end
 -- The outermost hold: give the next waiter its turn and free the lock.
@@ -150,8 +157,8 @@ if bad then return redis.error_reply(bad) end
 -- A release handed this waiter the lock but its reply was lost, so the waiter
 -- never learnt of it: free it now rather than let it idle out its lease.
 if KEYS[4] and redis.call('HGET', KEYS[4], ARGV[1]) == '1' then
+  hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[1])
   redis.call('ZREM', KEYS[1], ARGV[1])
-  hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
   redis.call('DEL', KEYS[4])
   return 1
 end

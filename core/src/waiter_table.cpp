@@ -126,21 +126,28 @@ const std::string& WaiterTable::Offer::owner() const { return waiter_->owner; }
 long long WaiterTable::Offer::lease_ms() const { return waiter_->lease_ms; }
 
 void WaiterTable::Offer::grant(const DirectGrant& grant) {
-  std::lock_guard guard(state_->mutex);
-  waiter_->granted = grant;
-  waiter_->offered = false;
-  waiter_->cv.notify_one();
+  {
+    std::lock_guard guard(state_->mutex);
+    waiter_->granted = grant;
+    waiter_->offered = false;
+    waiter_->cv.notify_one();
+  }
   state_.reset();
 }
 
-WaiterTable::Offer::~Offer() {
+void WaiterTable::Offer::decline() {
   if (!state_) return;
-  std::lock_guard guard(state_->mutex);
-  // Not granted (or not known to be): the waiter tries again by itself.
-  waiter_->offered = false;
-  waiter_->notified = true;
-  waiter_->cv.notify_one();
+  {
+    std::lock_guard guard(state_->mutex);
+    // Not granted (or not known to be): the waiter tries again by itself.
+    waiter_->offered = false;
+    waiter_->notified = true;
+    waiter_->cv.notify_one();
+  }
+  state_.reset();
 }
+
+WaiterTable::Offer::~Offer() { decline(); }
 
 WaiterTable::Ticket::Ticket(std::shared_ptr<State> state, Channel* channel, std::list<Waiter>::iterator self)
     : state_(std::move(state)), channel_(channel), self_(self) {}

@@ -80,6 +80,8 @@ class WaiterTable {
     const std::string& owner() const;
     long long lease_ms() const;
     void grant(const DirectGrant& grant);
+    // Settles it without a grant: the waiter wakes to try by itself. Idempotent.
+    void decline();
 
    private:
     friend class WaiterTable;
