@@ -24,13 +24,13 @@ local function wrong_type(key, wanted)
   return nil
 end
 -- Draws the next fencing token from `key`, before the caller's first write.
--- Returns nil, leaving `key` untouched, if it holds no count: another type,
--- text that is no non-negative number, or one INCR refuses (leading zeros,
--- 2^63-1). The token travels as a string: Lua numbers are exact only to 2^53.
+-- Returns nil, leaving `key` untouched, if it holds no count: another type
+-- (GET's error, caught), text that is no non-negative number, or one INCR
+-- refuses (leading zeros, 2^63-1). The token travels as a string: Lua numbers
+-- are exact only to 2^53.
 local function draw_fence(key)
-  if wrong_type(key, 'string') then return nil end
-  local fence = redis.call('GET', key)
-  if fence and not string.match(fence, '^%d+$') then return nil end
+  local fence = redis.pcall('GET', key)
+  if type(fence) == 'table' or (fence and not string.match(fence, '^%d+$')) then return nil end
   if type(redis.pcall('INCR', key)) == 'table' then return nil end
   return redis.call('GET', key)
 end
