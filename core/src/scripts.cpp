@@ -1,9 +1,9 @@
 #include "dlock/scripts.hpp"
 
+#include "dlock/detail/small_buffer.hpp"
 #include "dlock/errors.hpp"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 
 #include <string>
@@ -228,12 +228,8 @@ bool ScriptRunner::is_noscript(const RedisReply& reply) {
 RedisReply ScriptRunner::run(const Script& script, std::span<const std::string_view> keys,
                              std::span<const std::string_view> args) {
   // Views of the caller's strings, sent without a copy (lock() and unlock() run this on every call).
-  constexpr std::size_t kInline = 16;
-  const std::size_t count = 3 + keys.size() + args.size();
-  std::array<std::string_view, kInline> inline_parts;
-  std::vector<std::string_view> heap_parts;
-  if (count > kInline) heap_parts.resize(count);
-  const std::span<std::string_view> parts(count > kInline ? heap_parts.data() : inline_parts.data(), count);
+  SmallBuffer<std::string_view, 16> buffer(3 + keys.size() + args.size());
+  const std::span<std::string_view> parts = buffer.span();
   char key_count[24];
   const auto [end, ec] = std::to_chars(std::begin(key_count), std::end(key_count), keys.size());
   (void)ec;

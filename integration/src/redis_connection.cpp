@@ -3,10 +3,10 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
-#include <array>
 #include <string_view>
 #include <vector>
 
+#include "dlock/detail/small_buffer.hpp"
 #include "dlock/errors.hpp"
 
 namespace dlock::detail {
@@ -17,37 +17,22 @@ namespace {
 class ArgvView {
  public:
   template <typename Parts>
-  explicit ArgvView(const Parts& argv) {
-    if (argv.size() > kInline) {
-      heap_parts_.resize(argv.size());
-      heap_lengths_.resize(argv.size());
-    }
-    const char** parts = argv.size() > kInline ? heap_parts_.data() : inline_parts_.data();
-    size_t* lengths = argv.size() > kInline ? heap_lengths_.data() : inline_lengths_.data();
+  explicit ArgvView(const Parts& argv) : parts_(argv.size()), lengths_(argv.size()) {
+    const std::span<const char*> parts = parts_.span();
+    const std::span<size_t> lengths = lengths_.span();
     for (std::size_t i = 0; i < argv.size(); ++i) {
       parts[i] = argv[i].data();
       lengths[i] = argv[i].size();
     }
-    count_ = static_cast<int>(argv.size());
-    parts_ = parts;
-    lengths_ = lengths;
   }
-  ArgvView(const ArgvView&) = delete;
-  ArgvView& operator=(const ArgvView&) = delete;
 
-  int count() const { return count_; }
-  const char** parts() const { return parts_; }
-  const size_t* lengths() const { return lengths_; }
+  int count() { return static_cast<int>(parts_.span().size()); }
+  const char** parts() { return parts_.span().data(); }
+  const size_t* lengths() { return lengths_.span().data(); }
 
  private:
-  static constexpr std::size_t kInline = 16;
-  std::array<const char*, kInline> inline_parts_{};
-  std::array<size_t, kInline> inline_lengths_{};
-  std::vector<const char*> heap_parts_;
-  std::vector<size_t> heap_lengths_;
-  int count_ = 0;
-  const char** parts_ = nullptr;
-  const size_t* lengths_ = nullptr;
+  SmallBuffer<const char*, 16> parts_;
+  SmallBuffer<size_t, 16> lengths_;
 };
 
 timeval to_timeval(Millis duration) {
@@ -155,7 +140,7 @@ RedisReply RedisConnection::command(std::span<const std::string_view> argv) { re
 template <typename Part>
 RedisReply RedisConnection::send(std::span<const Part> argv) {
   if (argv.empty()) throw InvalidArgument("redis command is empty");
-  const ArgvView view(argv);
+  ArgvView view(argv);
   auto* raw = static_cast<redisReply*>(redisCommandArgv(context_, view.count(), view.parts(), view.lengths()));
   if (raw == nullptr) fail("running " + std::string(argv.front()));
   RedisReply reply = to_reply(raw);
@@ -169,7 +154,7 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
   const std::string during = "running a pipeline of " + std::to_string(commands.size()) + " commands";
   for (const auto& argv : commands) {
     if (argv.empty()) throw InvalidArgument("redis command in a pipeline is empty");
-    const ArgvView view(argv);
+    ArgvView view(argv);
     if (redisAppendCommandArgv(context_, view.count(), view.parts(), view.lengths()) != REDIS_OK) {
       fail(during);
     }
