@@ -66,12 +66,11 @@ TEST_CASE("a user with only the README's minimal ACL runs the whole lock cycle",
     got = static_cast<bool>(other->lock("acl", {.wait = 10s}));
     waited_ms = dlock::test::elapsed_ms(start);
   });
-  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{acl}:queue"}) == "1"; }));
+  REQUIRE(dlock::test::await_line(redis, "acl", 1, 0ms));
   // A waiter of the holder's own instance: the release hands it the lock directly, as the user.
   bool got_locally = false;
   std::thread local_waiter([&] { got_locally = static_cast<bool>(service->lock("acl", {.wait = 10s})); });
-  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{acl}:queue"}) == "2"; }));
-  std::this_thread::sleep_for(300ms);
+  REQUIRE(dlock::test::await_line(redis, "acl", 2));
   inner.unlock();
   outer.unlock();
   local_waiter.join();

@@ -151,8 +151,7 @@ TEST_CASE("a release that timed out while handing the lock to a local waiter lea
     got.unlock();
     return outcome;
   });
-  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{offer}:queue"}) == "1"; }));
-  std::this_thread::sleep_for(300ms);  // asleep in line: the release offers it the lock
+  REQUIRE(dlock::test::await_line(redis, "offer", 1));  // asleep in line: the release offers it the lock
 
   std::thread sleeper = sleep_redis(redis, "1.0");
   CHECK_THROWS_AS(guard.unlock(), dlock::ConnectionError);

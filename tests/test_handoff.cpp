@@ -13,17 +13,7 @@
 
 using namespace std::chrono_literals;
 
-namespace {
-
-// Blocks until `count` waiters are in the lock's line in Redis, then gives
-// them time to fall asleep there (only a sleeping waiter is handed the lock).
-void await_line(dlock::test::RedisServer& redis, const std::string& key, int count) {
-  REQUIRE(dlock::test::eventually(
-      [&] { return redis.run({"ZCARD", "dlock:{" + key + "}:queue"}) == std::to_string(count); }));
-  std::this_thread::sleep_for(300ms);
-}
-
-}  // namespace
+using dlock::test::await_line;
 
 TEST_CASE("a final release hands the lock to a waiter of the same instance, with its own lease and a new fence",
           "[handoff]") {
@@ -41,7 +31,7 @@ TEST_CASE("a final release hands the lock to a waiter of the same instance, with
     auto got = service->lock("h", {.wait = 10s, .lease = 4000ms});
     return Seen{got.fencing_token(), std::stoll(redis.run({"PTTL", "dlock:{h}"})), redis.run({"HLEN", "dlock:{h}"})};
   });
-  await_line(redis, "h", 1);
+  REQUIRE(await_line(redis, "h", 1));
   guard.unlock();
   REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
   const Seen seen = waiter.get();
@@ -76,7 +66,7 @@ TEST_CASE("local waiters handed the lock in turn each hold it alone, and the wat
       inside.fetch_sub(1);
       if (got.lost()) lost.fetch_add(1);
     });
-    await_line(redis, "h", i + 1);
+    REQUIRE(await_line(redis, "h", i + 1));
   }
   guard.unlock();
   for (auto& t : waiters) t.join();
@@ -107,10 +97,10 @@ TEST_CASE("an instance hands the lock over within itself at most three times ahe
   };
   std::vector<std::thread> threads;
   threads.push_back(take(other, "other"));  // the oldest waiter
-  await_line(redis, "h", 1);
+  REQUIRE(await_line(redis, "h", 1));
   for (int i = 0; i < 5; ++i) {
     threads.push_back(take(busy, "busy" + std::to_string(i)));
-    await_line(redis, "h", i + 2);
+    REQUIRE(await_line(redis, "h", i + 2));
   }
   guard.unlock();
   for (auto& t : threads) t.join();
@@ -132,8 +122,7 @@ TEST_CASE("a waiter whose wait runs out while the lock is being handed to it tak
     auto got = service->try_lock("h", {.wait = 300ms});
     return std::make_pair(static_cast<bool>(got), dlock::test::elapsed_ms(started));
   });
-  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{h}:queue"}) == "1"; }));
-  std::this_thread::sleep_for(100ms);
+  REQUIRE(await_line(redis, "h", 1, 100ms));
   // The release (and the grant in it) runs only after the waiter's wait has ended.
   REQUIRE(redis.run({"CLIENT", "PAUSE", "700", "ALL"}) == "OK");
   guard.unlock();
@@ -183,7 +172,7 @@ TEST_CASE("a release whose fencing counter was overwritten still frees the lock,
       return std::string(e.what());
     }
   });
-  await_line(redis, "h", 1);
+  REQUIRE(await_line(redis, "h", 1));
   redis.run({"DEL", "dlock:{h}:fence"});
   redis.run(damage);
   CHECK_NOTHROW(guard.unlock());
@@ -210,7 +199,7 @@ TEST_CASE("a lost-lock hook that blocks does not hold up the waiter a release wa
     waiter_done = true;
     return static_cast<bool>(got);
   });
-  await_line(redis, "h", 1);
+  REQUIRE(await_line(redis, "h", 1));
   redis.run({"DEL", "dlock:{h}"});  // the holder's lock is gone: its release finds it lost
   CHECK_THROWS_AS(guard.unlock(), dlock::LockLostError);
   CHECK(hook_saw_waiter_done.load());

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "dlock/dlock.hpp"
@@ -29,6 +30,17 @@ inline bool eventually(const std::function<bool()>& condition,
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return condition();
+}
+
+// Waits until `count` waiters stand in the line of `key` (default prefix) in
+// Redis, then gives them `settle` to fall asleep there: a release offers the
+// lock only to a waiter asleep in line. False if the line never got that long.
+inline bool await_line(const RedisServer& redis, const std::string& key, int count,
+                       std::chrono::milliseconds settle = std::chrono::milliseconds(300)) {
+  const bool reached =
+      eventually([&] { return redis.run({"ZCARD", "dlock:{" + key + "}:queue"}) == std::to_string(count); });
+  std::this_thread::sleep_for(settle);
+  return reached;
 }
 
 inline long long elapsed_ms(std::chrono::steady_clock::time_point since) {
