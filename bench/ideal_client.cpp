@@ -11,6 +11,7 @@ IdealClient::IdealClient(const std::string& host, int port) : context_(redisConn
   noop_sha_ = load("return 1");
   acquire_sha_ = load(std::string(dlock::detail::kAcquireScript.source));
   release_sha_ = load(std::string(dlock::detail::kReleaseScript.source));
+  renew_sha_ = load(std::string(dlock::detail::kRenewScript.source));
 }
 
 IdealClient::~IdealClient() { redisFree(context_); }
@@ -41,27 +42,48 @@ void IdealClient::round_trip() {
   freeReplyObject(call(3, argv, lens));
 }
 
+namespace {
+
+// The six names of dlock's line scripts, in their order, for the lock's full name.
+struct Names {
+  explicit Names(const std::string& key)
+      : all{key, key + ":fence", key + ":queue", key + ":alive", key + ":turn", key + ":released"} {}
+  std::string all[6];
+};
+
+}  // namespace
+
 bool IdealClient::acquire(const std::string& key, const std::string& owner, long long lease_ms) {
-  const std::string fence = key + ":fence", queue = key + ":queue", turn = key + ":turn";
+  const Names names(key);
   const std::string lease = std::to_string(lease_ms);
-  const char* argv[] = {"EVALSHA",    acquire_sha_.data(), "4",          key.data(), fence.data(), queue.data(),
-                        turn.data(), owner.data(),        lease.data(), "0"};
-  const size_t lens[] = {7, acquire_sha_.size(), 1, key.size(), fence.size(), queue.size(), turn.size(), owner.size(),
-                         lease.size(), 1};
-  redisReply* reply = call(10, argv, lens);
+  const char* argv[] = {"EVALSHA",  acquire_sha_.data(), "6",         names.all[0].data(), names.all[1].data(),
+                        names.all[2].data(), names.all[3].data(), names.all[4].data(), names.all[5].data(),
+                        owner.data(), lease.data(), "0", "1000", "604800000"};
+  const size_t lens[] = {7, acquire_sha_.size(), 1, names.all[0].size(), names.all[1].size(), names.all[2].size(),
+                         names.all[3].size(), names.all[4].size(), names.all[5].size(), owner.size(), lease.size(), 1,
+                         4, 9};
+  redisReply* reply = call(14, argv, lens);
   bool acquired = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 && reply->element[0]->integer == 1;
   freeReplyObject(reply);
   return acquired;
 }
 
-void IdealClient::release(const std::string& key, const std::string& owner, long long lease_ms) {
-  const std::string channel = key + ":released", queue = key + ":queue", turn = key + ":turn";
+void IdealClient::release(const std::string& key, const std::string& owner) {
+  const Names names(key);
+  const char* argv[] = {"EVALSHA",  release_sha_.data(), "6",         names.all[0].data(), names.all[1].data(),
+                        names.all[2].data(), names.all[3].data(), names.all[4].data(), names.all[5].data(),
+                        owner.data(), "1000", "604800000"};
+  const size_t lens[] = {7, release_sha_.size(), 1, names.all[0].size(), names.all[1].size(), names.all[2].size(),
+                         names.all[3].size(), names.all[4].size(), names.all[5].size(), owner.size(), 4, 9};
+  freeReplyObject(call(12, argv, lens));
+}
+
+void IdealClient::set_holds(const std::string& key, const std::string& owner, long long lease_ms, int holds) {
   const std::string lease = std::to_string(lease_ms);
-  const char* argv[] = {"EVALSHA",    release_sha_.data(), "4",          key.data(), channel.data(), queue.data(),
-                        turn.data(), owner.data(),        lease.data(), "200"};
-  const size_t lens[] = {7, release_sha_.size(), 1, key.size(), channel.size(), queue.size(), turn.size(), owner.size(),
-                         lease.size(), 3};
-  freeReplyObject(call(10, argv, lens));
+  const std::string count = std::to_string(holds);
+  const char* argv[] = {"EVALSHA", renew_sha_.data(), "1", key.data(), owner.data(), lease.data(), count.data()};
+  const size_t lens[] = {7, renew_sha_.size(), 1, key.size(), owner.size(), lease.size(), count.size()};
+  freeReplyObject(call(7, argv, lens));
 }
 
 long long IdealClient::get(const std::string& key) {

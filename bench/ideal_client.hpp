@@ -19,8 +19,11 @@ class IdealClient {
 
   void round_trip();                                        // EVALSHA of "return 1"
   // key is the lock's full Redis name ("dlock:{K}"); the other names derive from it as dlock's do.
+  // owner is the acquisition id. A first acquisition and its final release:
   bool acquire(const std::string& key, const std::string& owner, long long lease_ms);
-  void release(const std::string& key, const std::string& owner, long long lease_ms);
+  void release(const std::string& key, const std::string& owner);
+  // Re-entry and inner release: the renew script setting the hold count.
+  void set_holds(const std::string& key, const std::string& owner, long long lease_ms, int holds);
   void increment(const std::string& counter_key);           // GET, then SET value+1: not atomic
   long long get(const std::string& key);
 
@@ -29,7 +32,7 @@ class IdealClient {
   std::string load(const std::string& source);
 
   redisContext* context_;
-  std::string noop_sha_, acquire_sha_, release_sha_;
+  std::string noop_sha_, acquire_sha_, release_sha_, renew_sha_;
 };
 
 }  // namespace bench

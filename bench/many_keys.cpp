@@ -44,7 +44,7 @@ struct IdealCycle {
   void run(std::unique_ptr<IdealClient>& client, int thread, int key) const {
     const std::string name = "dlock:{" + key_of(thread, key) + "}";
     client->acquire(name, "ideal:" + std::to_string(thread), 30000);
-    client->release(name, "ideal:" + std::to_string(thread), 30000);
+    client->release(name, "ideal:" + std::to_string(thread));
   }
 };
 

@@ -38,18 +38,18 @@ Floors run_uncontended(Report& report, const Target& target) {
     time_block(rtt, block, [&] { ideal.round_trip(); });
     time_block(ideal_cycle, block, [&] {
       ideal.acquire(ideal_key, ideal_owner, kLeaseMs);
-      ideal.release(ideal_key, ideal_owner, kLeaseMs);
+      ideal.release(ideal_key, ideal_owner);
     });
     time_block(watchdog_cycle, block, [&] { service->lock("bench:watchdog").unlock(); });
     time_block(fixed_cycle, block, [&] { service->lock("bench:fixed", {.lease = dlock::Millis(kLeaseMs)}).unlock(); });
     time_block(ideal_nested, block, [&] {
-      ideal.acquire(ideal_nested_key, ideal_owner, kLeaseMs);
-      ideal.release(ideal_nested_key, ideal_owner, kLeaseMs);
+      ideal.set_holds(ideal_nested_key, ideal_owner, kLeaseMs, 2);
+      ideal.set_holds(ideal_nested_key, ideal_owner, kLeaseMs, 1);
     });
     time_block(dlock_nested, block, [&] { service->lock("bench:nested").unlock(); });
   }
   outer.unlock();
-  ideal.release(ideal_nested_key, ideal_owner, kLeaseMs);
+  ideal.release(ideal_nested_key, ideal_owner);
 
   report.section("floors and uncontended cycles (interleaved blocks)");
   report.latency("RTT (EVALSHA return 1)", rtt);

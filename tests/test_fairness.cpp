@@ -33,17 +33,21 @@ TEST_CASE("waiters get the lock in the order they arrived, across service instan
   guard.unlock();
   for (auto& w : waiters) REQUIRE(w.wait_for(20s) == std::future_status::ready);
   CHECK(order == std::vector<int>{0, 1, 2, 3});
-  CHECK(redis.run({"EXISTS", "dlock:{k}:queue", "dlock:{k}:turn"}) == "0");
+  CHECK(redis.run({"EXISTS", "dlock:{k}:queue", "dlock:{k}:alive", "dlock:{k}:turn"}) == "0");
 }
 
-TEST_CASE("a released lock is kept for the waiter whose turn it is, and a dead waiter costs only that window",
+TEST_CASE("a released lock is kept for the waiter whose turn it is, and a dead waiter costs at most one window",
           "[fairness]") {
   dlock::test::RedisServer redis;
   auto holder = dlock::test::make_service(redis);
   auto other = dlock::test::make_service(redis);
   auto guard = holder->lock("k");
-  // A waiter that lined up and then died: its token stays in line.
+  // A waiter that lined up and then died: last heard from now, so presumed alive for one window (1 s).
+  const std::string time = redis.run({"TIME"});
+  const long long now_ms = std::stoll(time.substr(0, time.find(' '))) * 1000 +
+                           std::stoll(time.substr(time.find(' ') + 1)) / 1000;
   redis.run({"ZADD", "dlock:{k}:queue", "1", "ghost:1"});
+  redis.run({"ZADD", "dlock:{k}:alive", std::to_string(now_ms + 1000), "ghost:1"});
   guard.unlock();
 
   CHECK(redis.run({"GET", "dlock:{k}:turn"}) == "ghost:1");
@@ -52,8 +56,9 @@ TEST_CASE("a released lock is kept for the waiter whose turn it is, and a dead w
   auto started = std::chrono::steady_clock::now();
   auto got = other->lock("k", {.wait = 5s});
   CHECK(got);
-  // The turn window is 200 ms; allow scheduling slack.
-  CHECK(dlock::test::elapsed_ms(started) < 2000);
+  // The window is 1 s from the ghost's last sign of life; allow scheduling slack.
+  CHECK(dlock::test::elapsed_ms(started) < 2500);
+  CHECK(redis.run({"ZCARD", "dlock:{k}:queue"}) == "0");  // the ghost was dropped
 }
 
 TEST_CASE("a waiter that gives up leaves the line", "[fairness]") {

@@ -37,9 +37,9 @@ TEST_CASE("owner tokens are unique across 4 service instances x 16 threads", "[o
   REQUIRE(tokens.size() == 64);
   std::set<std::string> whole(tokens.begin(), tokens.end()), instances, thread_ids;
   for (const auto& token : tokens) {
-    REQUIRE(token.size() == 32 + 1 + 16);
+    REQUIRE(token.size() > 32 + 1 + 16 + 1);  // instance:thread:acquisition
     instances.insert(token.substr(0, 32));
-    thread_ids.insert(token.substr(33));
+    thread_ids.insert(token.substr(33, 16));
   }
   CHECK(whole.size() == 64);
   CHECK(instances.size() == 4);

@@ -1,11 +1,14 @@
 // The Lua scripts and the data they leave in Redis.
 #include <catch2/catch.hpp>
 
+#include <future>
+#include <mutex>
+
 #include "services.hpp"
 
 using namespace std::chrono_literals;
 
-TEST_CASE("a lock is a hash of owner token to hold count with the lease as its PTTL", "[scripts]") {
+TEST_CASE("a lock is a hash of acquisition to hold count with the lease as its PTTL", "[scripts]") {
   dlock::test::RedisServer redis;
   auto service = dlock::test::make_service(redis);
   auto guard = service->lock("layout", {.lease = 10s});
@@ -15,7 +18,15 @@ TEST_CASE("a lock is a hash of owner token to hold count with the lease as its P
   long long pttl = std::stoll(redis.run({"PTTL", "dlock:{layout}"}));
   CHECK(pttl > 5000);
   CHECK(pttl <= 10000);
-  CHECK(redis.run({"GET", "dlock:{layout}:fence"}) == "1");
+  // A new fencing counter is seeded from the server's clock in µs, and removed after its retention.
+  const std::string time = redis.run({"TIME"});
+  const std::uint64_t now_us = std::stoull(time.substr(0, time.find(' '))) * 1000000;
+  CHECK(guard.fencing_token() > now_us - 60'000'000);
+  CHECK(guard.fencing_token() <= now_us + 1'000'000);
+  CHECK(redis.run({"GET", "dlock:{layout}:fence"}) == std::to_string(guard.fencing_token()));
+  CHECK(std::stoll(redis.run({"PTTL", "dlock:{layout}:fence"})) > 0);
+  // Nothing else: no line, no turn, while nobody waits.
+  CHECK(redis.run({"EXISTS", "dlock:{layout}:queue", "dlock:{layout}:alive", "dlock:{layout}:turn"}) == "0");
 }
 
 TEST_CASE("SCRIPT FLUSH in the middle changes nothing for callers", "[scripts]") {
@@ -50,20 +61,40 @@ TEST_CASE("a fencing counter that is not a number fails the acquire without a ha
   CHECK(redis.run({"EXISTS", "dlock:{f}"}) == "0");
 }
 
-TEST_CASE("the final release publishes on the lock's channel", "[scripts]") {
+TEST_CASE("the final release publishes on the lock's channel only when someone waits, naming the next",
+          "[scripts]") {
   dlock::test::RedisServer redis;
   auto service = dlock::test::make_service(redis);
-  auto guard = service->lock("pub");
-  auto inner = service->lock("pub");
-  // NUMSUB would need a subscriber; instead, count messages with a raw subscriber through the executor.
+  auto other = dlock::test::make_service(redis);
+  // Count messages with a raw subscriber through an executor of its own.
   auto executor = std::make_shared<dlock::HiredisExecutor>(redis.config().redis);
-  std::atomic<int> messages{0};
-  auto subscription = executor->subscribe("dlock:{pub}:released", [&](const std::string&) { messages.fetch_add(1); });
-  inner.unlock();
+  std::mutex mutex;
+  std::vector<std::string> messages;
+  auto subscription = executor->subscribe("dlock:{pub}:released", [&](const std::string& message) {
+    std::lock_guard lock(mutex);
+    messages.push_back(message);
+  });
+  auto count = [&] {
+    std::lock_guard lock(mutex);
+    return messages.size();
+  };
+  {
+    auto guard = service->lock("pub");
+    auto inner = service->lock("pub");
+    inner.unlock();
+  }
   std::this_thread::sleep_for(200ms);
-  CHECK(messages.load() == 0);
+  CHECK(count() == 0);  // nobody waited: no notice, no Redis work for it
+
+  auto guard = service->lock("pub");
+  auto waiter = std::async(std::launch::async, [&] { return static_cast<bool>(other->lock("pub", {.wait = 5s})); });
+  REQUIRE(dlock::test::await_line(redis, "pub", 1));
+  const std::string waiting = redis.run({"ZRANGE", "dlock:{pub}:queue", "0", "0"});
   guard.unlock();
-  CHECK(dlock::test::eventually([&] { return messages.load() == 1; }, 5000ms));
+  CHECK(waiter.get());
+  REQUIRE(dlock::test::eventually([&] { return count() == 1; }, 5000ms));
+  std::lock_guard lock(mutex);
+  CHECK(messages[0] == waiting);
 }
 
 TEST_CASE("keys with NUL bytes, braces and script-like text are binary-safe and inert", "[scripts]") {

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <optional>
 #include <span>
 #include <thread>
 
+#include "dlock/detail/eviction_check.hpp"
 #include "dlock/detail/key_label.hpp"
 #include "dlock/detail/service_core.hpp"
 #include "dlock/owner_token.hpp"
@@ -18,11 +21,6 @@ namespace {
 // A lock whose hash has no expiry (PERSISTed by hand) gives no PTTL to sleep
 // on: retry on this period instead.
 constexpr Millis kNoLeaseRetry{100};
-// A waiter in line wakes on the notice naming it; it also re-checks on this
-// period, in case the waiter whose turn it was died without taking the lock.
-constexpr Millis kLinePoll{500};
-// How long a final release keeps the free lock for the waiter whose turn it is.
-constexpr Millis kTurnWindow{200};
 // While Redis is unreachable, a waiting lock() tries again on this period.
 constexpr Millis kOutageRetry{100};
 // A releasing thread may grant the lock straight to a waiter of its own
@@ -31,10 +29,33 @@ constexpr Millis kOutageRetry{100};
 // the lock has passed within this process fewer than this many times in a
 // row, so the oldest waiter in line is passed over at most this many times.
 constexpr int kMaxLocalHandoffsInARow = 3;
+// Acquisitions whose outcome is unknown, remembered for the thread's next try.
+constexpr std::size_t kMaxOrphans = 4096;
 
 std::shared_ptr<spdlog::logger> default_logger() {
   if (auto logger = spdlog::get("dlock")) return logger;
   return spdlog::default_logger();
+}
+
+bool is_integer(const RedisReply& reply, long long value) {
+  return reply.type == RedisReply::Type::Integer && reply.integer == value;
+}
+
+// A fencing token as the scripts send it: an integer, or text past 2^53.
+std::optional<std::uint64_t> token_of(const RedisReply& reply) {
+  if (reply.type == RedisReply::Type::Integer && reply.integer >= 0) return static_cast<std::uint64_t>(reply.integer);
+  if (reply.type != RedisReply::Type::String || reply.str.empty()) return std::nullopt;
+  std::uint64_t token = 0;
+  const auto [end, ec] = std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), token);
+  if (ec != std::errc() || end != reply.str.data() + reply.str.size()) return std::nullopt;
+  return token;
+}
+
+std::string hex(std::uint64_t value) {
+  char digits[17];
+  const auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), value, 16);
+  (void)ec;
+  return std::string(digits, end);
 }
 
 }  // namespace
@@ -45,11 +66,11 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
       config_(std::move(config)),
       logger_(logger ? std::move(logger) : default_logger()),
       instance_id_(random_instance_id()),
+      fork_generation_(fork_generation()),
       scripts_(*redis_),
       waiters_(*redis_),
-      watchdog_(scripts_, stats_, logger_, [this](const std::shared_ptr<HeldLock>& lock, const std::string& why) {
-        handle_lost(lock, why);
-      }) {
+      notifier_(logger_),
+      watchdog_(scripts_, stats_, logger_) {
   if (config_.watchdog_timeout <= Millis(0)) {
     throw InvalidArgument("lock.watchdog_timeout_ms is " + std::to_string(config_.watchdog_timeout.count()) +
                           "; it must be a positive number of milliseconds (default 30000)");
@@ -61,7 +82,23 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
   if (config_.max_key_bytes == 0) {
     throw InvalidArgument("lock.max_key_bytes is 0; it must be at least 1 (default 1024)");
   }
+  if (config_.turn_window < Millis(3)) {
+    throw InvalidArgument("lock.turn_window_ms is " + std::to_string(config_.turn_window.count()) +
+                          "; it must be at least 3 ms (default 1000)");
+  }
+  if (config_.fence_retention <= Millis(0)) {
+    throw InvalidArgument("lock.fence_retention_ms is " + std::to_string(config_.fence_retention.count()) +
+                          "; it must be a positive number of milliseconds (default 604800000)");
+  }
   scripts_.load_all();
+  warn_if_evicting(*redis_, *logger_);
+}
+
+void ServiceCore::start() {
+  std::weak_ptr<ServiceCore> weak = weak_from_this();
+  watchdog_.set_lost_handler([weak](const std::shared_ptr<HeldLock>& lock, const std::string& why) {
+    if (auto core = weak.lock()) core->handle_lost(lock, why);
+  });
 }
 
 LockNames ServiceCore::names_for(std::string_view key) const { return LockNames(config_.key_prefix, key); }
@@ -78,6 +115,13 @@ std::string ServiceCore::held_key(std::string_view owner, std::string_view key) 
   std::string joined;
   joined.reserve(owner.size() + 1 + key.size());
   return joined.append(owner).append(1, '|').append(key);
+}
+
+void ServiceCore::refuse_after_fork() const {
+  if (fork_generation() == fork_generation_) return;
+  throw Error("this lock service was created before fork(); a child process must not use it (it would share the "
+              "parent's connections and owner identity, and could take the parent's locks as its own): create a "
+              "new service in the child with make_lock_service");
 }
 
 void ServiceCore::validate(std::string_view key, const LockOptions& options) const {
@@ -101,7 +145,7 @@ void ServiceCore::throw_reply_error(std::string_view key, const LockNames& names
                                     std::string_view during) const {
   if (reply.is_error() && reply.str.find(kWrongTypeError) != std::string::npos) {
     throw RedisError(lock_label(key) + ": cannot " + std::string(during) + ": Redis key '" + printable(names.lock()) +
-                     "' (or its fencing counter) holds data that is not a dlock lock (" + reply.str +
+                     "' (or its fencing counter or line) holds data that is not a dlock lock (" + reply.str +
                      "); another program uses that name: delete it or choose another lock.key_prefix");
   }
   throw RedisError(lock_label(key) + ": cannot " + std::string(during) + ": redis " + redis_->endpoint() +
@@ -110,19 +154,121 @@ void ServiceCore::throw_reply_error(std::string_view key, const LockNames& names
 }
 
 LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout) {
+  refuse_after_fork();
   // A waiter may sleep for seconds: keep this alive even if the service object is dropped meanwhile.
   const std::shared_ptr<ServiceCore> self = shared_from_this();
   validate(key, options);
   const Millis wait = options.wait.value_or(config_.wait);
   const bool renewed = !options.lease.has_value();
   const Millis lease = options.lease.value_or(config_.watchdog_timeout);
-  const LockNames names = names_for(key);
-  const std::string owner = owner_token();
-  const std::string held = held_key(owner, key);
-  const std::array<std::string_view, 4> script_keys{names.lock(), names.fence(), names.queue(), names.turn()};
-  const std::string lease_arg = std::to_string(lease.count());
   const Clock::time_point called = Clock::now();
   const Clock::time_point deadline = called + wait;
+  const std::string thread_owner = owner_token();
+  const std::string held = held_key(thread_owner, key);
+  if (std::shared_ptr<HeldLock> mine = find_live(held)) {
+    if (LockGuard guard = reenter(mine, lease, renewed, called, deadline)) return guard;
+  }
+  return acquire_first(key, held, thread_owner, lease, renewed, called, deadline, throw_on_timeout);
+}
+
+std::shared_ptr<HeldLock> ServiceCore::find_live(const std::string& held) const {
+  std::lock_guard guard(mutex_);
+  auto it = held_.find(held);
+  if (it == held_.end() || it->second->is_lost()) return nullptr;
+  return it->second;
+}
+
+LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed,
+                               Clock::time_point called, Clock::time_point deadline) {
+  std::unique_lock io(lock->io);
+  int holds = 0;
+  {
+    std::lock_guard guard(mutex_);
+    if (lock->holds == 0 || lock->lost_flag.load()) return {};  // released or lost while this thread waited for io
+    holds = lock->holds;
+  }
+  const std::string lease_arg = std::to_string(lease.count());
+  const std::string count_arg = std::to_string(holds + 1);
+  const std::array<std::string_view, 1> keys{lock->lock_name};
+  const std::array<std::string_view, 3> args{lock->owner, lease_arg, count_arg};
+  Clock::time_point sent;
+  for (;;) {
+    sent = Clock::now();
+    RedisReply reply;
+    try {
+      reply = scripts_.run(kRenewScript, keys, args);
+    } catch (const ConnectionError&) {
+      // The count is set, not added to: a try repeated after a lost reply counts once.
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) throw;
+      std::this_thread::sleep_for(std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now)));
+      continue;
+    }
+    if (is_integer(reply, 1)) break;
+    if (is_integer(reply, 0)) {
+      io.unlock();
+      handle_lost(lock, "a re-entry found it no longer this owner's (its lease ran out, or it was deleted)");
+      return {};
+    }
+    throw_reply_error(lock->key, names_for(lock->key), reply, "re-enter");
+  }
+  std::shared_ptr<Hold> hold;
+  bool watch = false;
+  {
+    std::lock_guard guard(mutex_);
+    stats_.reentered.fetch_add(1, std::memory_order_relaxed);
+    ++lock->holds;
+    if (renewed && !lock->renewed.exchange(true)) {
+      lock->lease_ms = lease.count();
+      watch = true;
+    } else if (!lock->renewed.load()) {
+      lock->lease_ms = std::max<std::int64_t>(lock->lease_ms.load(), lease.count());
+    }
+    lock->extend_validity(sent, lease);
+    hold = std::make_shared<Hold>(lock);
+    lock->stack.push_back(hold);
+  }
+  io.unlock();
+  if (watch) watchdog_.watch(lock, sent);
+  stats_.record_acquire_latency(Clock::now() - called);
+  return LockGuard(shared_from_this(), std::move(hold));
+}
+
+std::string ServiceCore::acquisition_id(const std::string& held, const std::string& thread_owner) {
+  {
+    std::lock_guard guard(mutex_);
+    auto it = orphans_.find(held);
+    if (it != orphans_.end()) {
+      std::string id = std::move(it->second.id);
+      const bool live = Clock::now() < it->second.expires;
+      orphans_.erase(it);
+      if (live) return id;
+    }
+  }
+  std::string id;
+  id.reserve(thread_owner.size() + 17);
+  return id.append(thread_owner).append(1, ':').append(hex(acquisitions_.fetch_add(1, std::memory_order_relaxed)));
+}
+
+void ServiceCore::remember_orphan(const std::string& held, const std::string& id, Millis lease) {
+  const Clock::time_point now = Clock::now();
+  std::lock_guard guard(mutex_);
+  if (orphans_.size() >= kMaxOrphans) std::erase_if(orphans_, [now](const auto& entry) { return entry.second.expires <= now; });
+  if (orphans_.size() >= kMaxOrphans) return;  // the grant, if any, idles out its lease
+  orphans_[held] = Orphan{id, now + lease};
+}
+
+LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& held, const std::string& thread_owner,
+                                     Millis lease, bool renewed, Clock::time_point called,
+                                     Clock::time_point deadline, bool throw_on_timeout) {
+  const LockNames names = names_for(key);
+  const std::string id = acquisition_id(held, thread_owner);
+  const std::array<std::string_view, 6> script_keys = names.script_keys();
+  const std::string lease_arg = std::to_string(lease.count());
+  const std::string window_arg = std::to_string(config_.turn_window.count());
+  const std::string retention_arg = std::to_string(config_.fence_retention.count());
+  // A waiter re-confirms its place in line at least this often.
+  const Millis refresh = config_.turn_window / 3;
 
   WaiterTable::Ticket ticket;
   long long last_nap_ms = 0;
@@ -132,20 +278,20 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
     RedisReply reply;
     try {
       const std::string wait_arg = std::to_string(wait_left.count());
-      const std::string holds_arg = std::to_string(known_holds(held));
-      const std::array<std::string_view, 4> args{owner, lease_arg, wait_arg, holds_arg};
+      const std::array<std::string_view, 5> args{id, lease_arg, wait_arg, window_arg, retention_arg};
       reply = scripts_.run(kAcquireScript, script_keys, args);
     } catch (const ConnectionError&) {
       // An outage shorter than the wait is waited out; a reply lost to it is
-      // harmless, since the next try adopts a hold it may have left.
+      // harmless, since the next try, with the same id, adopts what it left.
       const Clock::time_point now = Clock::now();
-      if (now >= deadline) throw;
+      if (now >= deadline) {
+        remember_orphan(held, id, lease);
+        throw;
+      }
       const Millis nap = std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now));
       if (ticket) {
         // The subscriber's reconnect notice ends it early.
-        if (auto direct = ticket.wait(nap)) {
-          return grant_direct(key, names, owner, held, *direct, lease, renewed, called);
-        }
+        if (auto direct = ticket.wait(nap)) return grant_direct(key, names, id, held, *direct, lease, renewed, called);
       } else {
         std::this_thread::sleep_for(nap);
       }
@@ -155,10 +301,10 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
         reply.elements[0].type != RedisReply::Type::Integer) {
       throw_reply_error(key, names, reply, "acquire");
     }
-    if (reply.elements[0].integer == 1 && reply.elements.size() >= 3 &&
-        reply.elements[2].type == RedisReply::Type::String) {
-      return grant(key, names, owner, held, reply.elements[1].integer, std::stoull(reply.elements[2].str), lease,
-                   renewed, sent, called);
+    if (reply.elements[0].integer == 1) {
+      const std::optional<std::uint64_t> token = token_of(reply.elements[1]);
+      if (!token) throw_reply_error(key, names, reply, "acquire");
+      return grant(key, names, id, held, *token, lease, renewed, sent, called);
     }
     last_nap_ms = reply.elements[1].integer;
     const Clock::time_point now = Clock::now();
@@ -166,88 +312,77 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
     if (!ticket) {
       // Listen before the next try, so a release between the two cannot go unheard.
       stats_.contended.fetch_add(1, std::memory_order_relaxed);
-      waiters_.enter(names.channel(), owner, lease.count(), ticket);
+      waiters_.enter(names.channel(), id, lease.count(), ticket, deadline);
       continue;
     }
     // Never sleep past the holder's lease (a crashed holder publishes nothing)
-    // nor past the line's poll period (a waiter whose turn it was may have died).
-    const Millis nap = last_nap_ms > 0 ? Millis(last_nap_ms + 1) : last_nap_ms == -2 ? Millis(0) : kNoLeaseRetry;
-    if (auto direct = ticket.wait(std::min({nap, kLinePoll, std::chrono::ceil<Millis>(deadline - now)}))) {
-      return grant_direct(key, names, owner, held, *direct, lease, renewed, called);
+    // nor past a third of the turn window (the place in line must be renewed).
+    const Millis nap = last_nap_ms >= 0 ? Millis(last_nap_ms + 1) : last_nap_ms == -1 ? kNoLeaseRetry : Millis(1);
+    if (auto direct = ticket.wait(std::min({nap, refresh, std::chrono::ceil<Millis>(deadline - now)}))) {
+      return grant_direct(key, names, id, held, *direct, lease, renewed, called);
     }
   }
-  if (ticket) leave_line(names, owner);
+  leave_line(names, id);
   stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
-  throw LockTimeoutError(lock_label(key) + ": not acquired within " + std::to_string(wait.count()) +
-                         " ms; another owner holds it (lease left " + std::to_string(last_nap_ms) +
-                         " ms); wait longer (LockOptions::wait or lock.wait_ms) or use try_lock");
+  throw LockTimeoutError(lock_label(key) + ": not acquired within " + std::to_string(std::chrono::duration_cast<Millis>(deadline - called).count()) +
+                         " ms; another owner holds it or waits ahead in line (lease or turn left " +
+                         std::to_string(last_nap_ms) + " ms); wait longer (LockOptions::wait or lock.wait_ms) or "
+                         "use try_lock");
 }
 
-LockGuard ServiceCore::grant_direct(std::string_view key, const LockNames& names, const std::string& owner,
+LockGuard ServiceCore::grant_direct(std::string_view key, const LockNames& names, const std::string& id,
                                     const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease,
                                     bool renewed, Clock::time_point called) {
   stats_.handed_over.fetch_add(1, std::memory_order_relaxed);
-  return grant(key, names, owner, held, 1, direct.fencing_token, lease, renewed, direct.sent, called,
+  return grant(key, names, id, held, direct.fencing_token, lease, renewed, direct.sent, called,
                direct.handoffs_in_a_row);
 }
 
-LockGuard ServiceCore::grant(std::string_view key, const LockNames& names, const std::string& owner,
-                             const std::string& held, long long holds, std::uint64_t fencing_token, Millis lease,
-                             bool renewed, Clock::time_point sent, Clock::time_point called, int handoffs_in_a_row) {
-  std::shared_ptr<HeldLock> lock;
+LockGuard ServiceCore::grant(std::string_view key, const LockNames& names, const std::string& id,
+                             const std::string& held, std::uint64_t fencing_token, Millis lease, bool renewed,
+                             Clock::time_point sent, Clock::time_point called, int handoffs_in_a_row) {
+  auto lock = std::make_shared<HeldLock>(std::string(key), std::string(names.lock()), id, held, fencing_token);
+  lock->renewed = renewed;
+  lock->lease_ms = lease.count();
+  lock->holds = 1;
+  lock->handoffs_in_a_row = handoffs_in_a_row;
+  lock->extend_validity(sent, lease);
+  auto hold = std::make_shared<Hold>(lock);
+  lock->stack.push_back(hold);
   std::shared_ptr<HeldLock> stale;
-  std::shared_ptr<Hold> hold;
-  bool watch = false;
   {
     std::lock_guard guard(mutex_);
     std::shared_ptr<HeldLock>& slot = held_[held];
-    if (slot && !slot->lost_flag.load() && holds > 1) {
-      // Re-entry: one more hold on the lock this owner already has.
-      stats_.reentered.fetch_add(1, std::memory_order_relaxed);
-      lock = slot;
-      ++lock->holds;
-      if (renewed && !lock->renewed.exchange(true)) {
-        lock->lease_ms = lease.count();
-        watch = true;
-      } else if (!lock->renewed.load()) {
-        lock->lease_ms = std::max<std::int64_t>(lock->lease_ms.load(), lease.count());
-      }
-      lock->extend_validity(sent, lease);
-    } else {
-      // Redis granted the lock afresh: a record we still had is stale (it expired unnoticed).
-      if (slot && !slot->lost_flag.load()) stale = slot;
-      stats_.acquired.fetch_add(1, std::memory_order_relaxed);
-      lock = std::make_shared<HeldLock>(std::string(key), std::string(names.lock()), owner, held, fencing_token);
-      lock->renewed = renewed;
-      lock->lease_ms = lease.count();
-      lock->holds = 1;
-      lock->handoffs_in_a_row = handoffs_in_a_row;
-      lock->extend_validity(sent, lease);
-      slot = lock;
-      watch = true;
-    }
-    hold = std::make_shared<Hold>(lock);
-    lock->stack.push_back(hold);
+    // Redis granted a new acquisition while we still had a record: it had expired unnoticed.
+    if (slot && !slot->lost_flag.load()) stale = slot;
+    slot = lock;
   }
-  if (stale) handle_lost(stale, "Redis granted the lock afresh to the same thread, so the earlier hold had expired");
-  if (watch) watchdog_.watch(lock, sent);
+  stats_.acquired.fetch_add(1, std::memory_order_relaxed);
+  if (stale) handle_lost(stale, "its lease ran out before this thread took the lock again");
+  watchdog_.watch(lock, sent);
   stats_.record_acquire_latency(Clock::now() - called);
   return LockGuard(shared_from_this(), std::move(hold));
 }
 
 void ServiceCore::release(Hold& hold, Release how) {
+  refuse_after_fork();
   if (hold.released.exchange(true)) return;
   const std::shared_ptr<HeldLock>& lock = hold.lock;
+  std::unique_lock io(lock->io);
   bool final = false;
+  bool detached = false;
+  int holds_left = 0;
   {
     std::lock_guard guard(mutex_);
-    --lock->holds;
+    holds_left = --lock->holds;
     std::erase_if(lock->stack, [&hold](const std::weak_ptr<Hold>& weak) {
       auto live = weak.lock();
       return !live || live.get() == &hold;
     });
-    final = lock->holds == 0;
+    if (how == Release::locally_only) lock->detached = true;
+    detached = lock->detached;
+    final = holds_left == 0;
     if (final) {
       auto it = held_.find(lock->held_key);
       if (it != held_.end() && it->second == lock) held_.erase(it);
@@ -261,60 +396,88 @@ void ServiceCore::release(Hold& hold, Release how) {
                         " was lost before this release (its lease ran out or it was taken over); Redis was left "
                         "untouched; the critical section may have overlapped another holder");
   }
-  const LockNames names = names_for(lock->key);
+  if (!final) return release_inner(lock, holds_left);
+  // A detached hold keeps the lock until its lease ends, whoever releases last.
+  if (detached) return;
+  release_final(lock);
+}
+
+void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds_left) {
   const std::string lease_arg = std::to_string(lock->lease_ms.load());
-  const std::string window_arg = std::to_string(kTurnWindow.count());
+  const std::string count_arg = std::to_string(holds_left);
+  const std::array<std::string_view, 1> keys{lock->lock_name};
+  const std::array<std::string_view, 3> args{lock->owner, lease_arg, count_arg};
+  const Clock::time_point sent = Clock::now();
+  RedisReply reply;
+  try {
+    reply = scripts_.run(kRenewScript, keys, args);
+  } catch (const ConnectionError& e) {
+    throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
+                          ": its hold count in Redis may be one too high until the outermost release, which frees "
+                          "the lock all the same");
+  }
+  if (is_integer(reply, 0)) {
+    handle_lost(lock, "an inner release found it no longer this owner's");
+    throw LockLostError(lock_label(lock->key) +
+                        " was no longer this owner's at an inner release (its lease ran out or it was taken over); "
+                        "the critical section may have overlapped another holder");
+  }
+  if (!is_integer(reply, 1)) throw_reply_error(lock->key, names_for(lock->key), reply, "release");
+  stats_.released.fetch_add(1, std::memory_order_relaxed);
+  lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+}
+
+void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
+  const LockNames names = names_for(lock->key);
+  const std::string window_arg = std::to_string(config_.turn_window.count());
+  const std::string retention_arg = std::to_string(config_.fence_retention.count());
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
-  WaiterTable::Offer offer = final ? waiters_.offer(names.channel(), lock->owner) : WaiterTable::Offer{};
+  WaiterTable::Offer offer = waiters_.offer(names.channel(), lock->owner);
   const std::string candidate_lease_arg = offer ? std::to_string(offer.lease_ms()) : std::string();
-  const std::array<std::string_view, 5> keys{names.lock(), names.channel(), names.queue(), names.turn(), names.fence()};
   const std::array<std::string_view, 6> args{
-      lock->owner, lease_arg, window_arg, offer ? std::string_view(offer.owner()) : std::string_view(),
+      lock->owner, window_arg, retention_arg, offer ? std::string_view(offer.owner()) : std::string_view(),
       candidate_lease_arg, lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? "1" : "0"};
   const Clock::time_point sent = Clock::now();
   RedisReply reply;
   try {
-    // Without an offer, the script's plain form: four keys, three arguments.
-    reply = offer ? scripts_.run(kReleaseScript, keys, args)
-                  : scripts_.run(kReleaseScript, std::span(keys).first(4), std::span(args).first(3));
+    // Without an offer, the script's plain form: three arguments.
+    reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(3));
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
                           " may not be released: if the release did not run, the lock expires by itself within its "
                           "lease (" + std::to_string(lock->lease_ms.load()) + " ms); if it did, it was freed or handed "
                           "to the next waiter");
   }
+  const bool well_formed = reply.type == RedisReply::Type::Array && !reply.elements.empty() &&
+                           reply.elements[0].type == RedisReply::Type::Integer;
+  const long long status = well_formed ? reply.elements[0].integer : -2;
   // Settle the offer first: the waiter must not sit out what follows (a
   // lost-lock hook runs user code). Without a grant, it tries by itself.
-  const bool handed_over = offer && reply.type == RedisReply::Type::Array && reply.elements.size() >= 4 &&
-                           reply.elements[0].type == RedisReply::Type::Integer && reply.elements[0].integer == 0 &&
-                           reply.elements[3].type == RedisReply::Type::String && !reply.elements[3].str.empty() &&
-                           reply.elements[2].str == offer.owner();
-  if (handed_over) {
-    offer.grant({std::stoull(reply.elements[3].str), sent, lock->handoffs_in_a_row + 1});
+  const std::optional<std::uint64_t> handed_token =
+      offer && status == 2 && reply.elements.size() >= 2 ? token_of(reply.elements[1]) : std::nullopt;
+  if (handed_token) {
+    offer.grant({*handed_token, sent, lock->handoffs_in_a_row + 1});
   } else {
     offer.decline();
   }
-  if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 3 ||
-      reply.elements[0].type != RedisReply::Type::Integer) {
+  if (reply.is_error() || !well_formed || status < -1 || status == 1 || status > 2) {
     throw_reply_error(lock->key, names, reply, "release");
   }
-  const long long status = reply.elements[0].integer;
-  if (status < 0) {
+  if (status == -1) {
     handle_lost(lock, "release found it was no longer this owner's");
     throw LockLostError(lock_label(lock->key) +
                         " was no longer this owner's when released (its lease ran out or it was taken over); the "
                         "new owner's lock was left untouched; the critical section may have overlapped another holder");
   }
   stats_.released.fetch_add(1, std::memory_order_relaxed);
-  if (status > 0) {
-    lock->extend_validity(sent, Millis(lock->lease_ms.load()));
-  } else if (!handed_over && !reply.elements[2].str.empty()) {
+  if (status == 0 && reply.elements.size() >= 2 && !reply.elements[1].str.empty()) {
     // The next turn may be a waiter of this process: wake it now rather than after the notice's round trip.
-    waiters_.notify(names.channel(), reply.elements[2].str);
+    waiters_.notify(names.channel(), reply.elements[1].str);
   }
 }
 
 void ServiceCore::release_current_thread(std::string_view key) {
+  refuse_after_fork();
   std::shared_ptr<Hold> latest;
   {
     std::lock_guard guard(mutex_);
@@ -334,19 +497,12 @@ void ServiceCore::release_current_thread(std::string_view key) {
   release(*latest);
 }
 
-int ServiceCore::known_holds(const std::string& held) const {
-  std::lock_guard guard(mutex_);
-  auto it = held_.find(held);
-  return it == held_.end() || it->second->lost_flag.load() ? 0 : it->second->holds;
-}
-
-void ServiceCore::leave_line(const LockNames& names, const std::string& owner) {
+void ServiceCore::leave_line(const LockNames& names, const std::string& id) {
   // Best effort: a waiter left in line costs the others one turn window at most.
   try {
-    const std::string window_arg = std::to_string(kTurnWindow.count());
-    const std::array<std::string_view, 4> keys{names.queue(), names.turn(), names.channel(), names.lock()};
-    const std::array<std::string_view, 2> args{owner, window_arg};
-    scripts_.run(kLeaveScript, keys, args);
+    const std::string window_arg = std::to_string(config_.turn_window.count());
+    const std::array<std::string_view, 2> args{id, window_arg};
+    scripts_.run(kLeaveScript, names.script_keys(), args);
   } catch (const Error& e) {
     logger_->debug("could not leave the line of '{}': {}", printable(names.lock()), e.what());
   }
@@ -376,14 +532,8 @@ void ServiceCore::handle_lost(const std::shared_ptr<HeldLock>& lock, const std::
     std::lock_guard guard(mutex_);
     hook = on_lost_;
   }
-  if (!hook) return;
-  try {
-    hook(lock->key);
-  } catch (const std::exception& e) {
-    logger_->error("on_lost hook for {} threw: {}", lock_label(lock->key), e.what());
-  } catch (...) {
-    logger_->error("on_lost hook for {} threw a non-standard exception", lock_label(lock->key));
-  }
+  // On a thread of its own: a slow hook delays neither renewals nor other locks' loss.
+  if (hook) notifier_.post(std::move(hook), lock->key);
 }
 
 }  // namespace detail
@@ -392,6 +542,7 @@ RedisLockService::RedisLockService(std::shared_ptr<RedisExecutor> redis, LockCon
                                    std::shared_ptr<spdlog::logger> logger) {
   if (!redis) throw InvalidArgument("RedisLockService needs a RedisExecutor; got a null pointer");
   core_ = std::make_shared<detail::ServiceCore>(std::move(redis), std::move(config), std::move(logger));
+  core_->start();
 }
 
 RedisLockService::~RedisLockService() = default;

@@ -13,6 +13,17 @@ namespace dlock::detail {
 // Redis does not roll back a script that fails midway, so each script checks
 // everything that can fail before its first write. The prelude holds what
 // several scripts share.
+//
+// Every script that touches the line takes the same six names (LockNames::
+// script_keys): lock, fence, queue, alive, turn, channel. The line is two
+// sorted sets: `queue` orders waiters by arrival (µs, server clock), `alive`
+// holds the time (ms) until which each is presumed alive; a waiter renews it
+// on every try, at least every third of the turn window. A waiter not heard
+// from for a whole window is dropped by whichever script next looks at the
+// head of the line: a dead waiter costs the others at most one window, and a
+// live one never loses its place. While the lock is free, it belongs to the
+// oldest live waiter (the head); `turn` remembers, for a third of a window,
+// that the head was told so, so that it is not told again on every try.
 namespace {
 
 const std::string kPrelude = R"lua(
@@ -23,164 +34,210 @@ local function wrong_type(key, wanted)
   end
   return nil
 end
+-- The server's clock, read once per script: {ms, µs as exact text}.
+local clock
+local function now()
+  if not clock then
+    local t = redis.call('TIME')
+    clock = {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))}
+  end
+  return clock
+end
 -- Draws the next fencing token from `key`, before the caller's first write.
--- Returns nil, leaving `key` untouched, if it holds no count: another type
--- (GET's error, caught), text that is no non-negative number, or one INCR
--- refuses (leading zeros, 2^63-1). The token travels as a string: Lua numbers
--- are exact only to 2^53.
-local function draw_fence(key)
-  local fence = redis.pcall('GET', key)
-  if type(fence) == 'table' or (fence and not string.match(fence, '^%d+$')) then return nil end
-  if type(redis.pcall('INCR', key)) == 'table' then return nil end
+-- A counter that is new, or that expired after `retention` ms unused, is
+-- seeded from the server's clock in µs, so tokens keep growing over a key's
+-- whole life while the clock does not go back and a key is granted less than
+-- once per µs on average. Returns nil, leaving `key` as it was, if it holds
+-- no count: another type, text that is no number, a negative number, or one
+-- INCR refuses (leading zeros, 2^63-1). A token past 2^53 travels as text:
+-- Lua numbers are exact only to 2^53.
+local function draw_fence(key, retention)
+  local n = redis.pcall('INCR', key)
+  if type(n) ~= 'number' then return nil end
+  if n == 1 then
+    local seed = now()[2]
+    redis.call('SET', key, seed, 'PX', retention)
+    return seed
+  end
+  if n <= 0 then
+    redis.call('DECR', key)
+    return nil
+  end
+  if n < 9007199254740992 then return n end
   return redis.call('GET', key)
 end
--- Hands the next turn to the oldest waiter in line (other than `skip`): for a
--- window only it may take the free lock. Publishes its token (empty: nobody
--- waits, anyone may). The publish goes first: it is the step a user's channel
--- rights may refuse, and a refusal must leave nothing half done.
-local function hand_turn(queue, turn, channel, window, skip)
-  local line = redis.call('ZRANGE', queue, 0, 1)
-  local next_owner = line[1] or ''
-  if next_owner == skip then next_owner = line[2] or '' end
-  redis.call('PUBLISH', channel, next_owner)
-  if next_owner ~= '' then
-    redis.call('ZREM', queue, next_owner)
-    redis.call('SET', turn, next_owner, 'PX', window)
+-- The oldest waiter still presumed alive, and until when; drops the dead ahead of it.
+local function live_head(queue, alive)
+  for _ = 1, 32 do
+    local first = redis.call('ZRANGE', queue, 0, 0)[1]
+    if not first then return nil end
+    local until_ms = tonumber(redis.call('ZSCORE', alive, first))
+    if until_ms and until_ms > now()[1] then return first, until_ms end
+    redis.call('ZREM', queue, first)
+    redis.call('ZREM', alive, first)
   end
-  return next_owner
+  -- A long run of dead waiters: the next script goes on pruning.
+  return redis.call('ZRANGE', queue, 0, 0)[1], now()[1]
+end
+-- Tells `head` that the free lock is its to take, unless it was told within
+-- the last third of a window. The publish goes first: it is the step a user's
+-- channel rights may refuse, and a refusal must leave nothing half done.
+local function hand_turn(turn, channel, head, window)
+  if redis.call('GET', turn) == head then return end
+  redis.call('PUBLISH', channel, head)
+  redis.call('SET', turn, head, 'PX', math.max(1, math.floor(window / 3)))
+end
+-- Joins the line once, by arrival, and renews the caller's presence in it.
+local function stay_in_line(queue, alive, id, window)
+  local t = now()
+  if not redis.call('ZSCORE', queue, id) then redis.call('ZADD', queue, t[2], id) end
+  redis.call('ZADD', alive, t[1] + window, id)
+  redis.call('PEXPIRE', queue, 2 * window)
+  redis.call('PEXPIRE', alive, 2 * window)
+end
+local function leave_line(queue, alive, id)
+  redis.call('ZREM', queue, id)
+  redis.call('ZREM', alive, id)
+end
+local function line_types_bad(lock, queue, alive, turn)
+  return wrong_type(lock, 'hash') or wrong_type(queue, 'zset') or wrong_type(alive, 'zset') or wrong_type(turn, 'string')
+end
+local function not_a_counter(fence)
+  return redis.error_reply('DLOCK_WRONGTYPE ' .. fence .. ' is not a fencing counter')
 end
 )lua";
 
 }  // namespace
 
-// KEYS: lock, fence, queue, turn. ARGV: owner, lease_ms, wait_ms (0: try once, stay out of line),
-// holds the caller knows of (0: it believes it holds none).
+// KEYS: lock, fence, queue, alive, turn, channel. ARGV: acquisition id, lease_ms, wait_ms (0: try once, stay out
+// of line), window_ms, fence retention_ms. A first acquisition only: re-entry renews with a hold count.
 const Script kAcquireScript{"acquire", kPrelude + R"lua(
-local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'string') or wrong_type(KEYS[3], 'zset')
-  or wrong_type(KEYS[4], 'string')
+local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local id, lease, wait, window, retention = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+-- Free, and nobody in line: the common case, in as few calls as it takes.
+if redis.call('EXISTS', lock, queue) == 0 then
+  local token = draw_fence(fence, retention)
+  if not token then return not_a_counter(fence) end
+  redis.call('HSET', lock, id, 1)
+  redis.call('PEXPIRE', lock, lease)
+  return {1, token}
+end
+local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
-local owner, lease, wait = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
--- A waiter joins the line once and keeps its place until it gets the lock or leaves.
-local function wait_in_line()
-  if wait > 0 then
-    if not redis.call('ZSCORE', KEYS[3], owner) then
-      -- Arrival in microseconds, built as text: a Lua number would print it rounded.
-      local now = redis.call('TIME')
-      redis.call('ZADD', KEYS[3], now[1] .. string.format('%06d', tonumber(now[2])), owner)
-    end
-    if redis.call('PTTL', KEYS[3]) < wait + 60000 then redis.call('PEXPIRE', KEYS[3], wait + 60000) end
+if redis.call('EXISTS', lock) == 1 then
+  -- Granted to this very acquisition already, by a try whose reply was lost or
+  -- by a release that handed it over: adopt that grant, with its token.
+  if redis.call('HEXISTS', lock, id) == 1 then
+    if redis.call('PTTL', lock) < tonumber(lease) then redis.call('PEXPIRE', lock, lease) end
+    leave_line(queue, alive, id)
+    return {1, redis.call('GET', fence) or '0'}
   end
+  -- Held by another: wait in line, no longer than its lease.
+  if wait > 0 then stay_in_line(queue, alive, id, window) end
+  return {0, redis.call('PTTL', lock)}
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  -- Held by this owner: re-entry. Count the hold; the lease only ever grows.
-  if redis.call('HEXISTS', KEYS[1], owner) == 1 then
-    local holds
-    if ARGV[4] == '0' then
-      -- The caller knows of no hold: the one here is left by an acquire whose
-      -- reply was lost (a timeout). Adopt it as the first hold, not a second.
-      redis.call('HSET', KEYS[1], owner, 1)
-      holds = 1
-    else
-      holds = redis.call('HINCRBY', KEYS[1], owner, 1)
-    end
-    if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
-    return {1, holds, redis.call('GET', KEYS[2]) or '0'}
-  end
-  -- Held by another owner: wait in line, at most as long as its lease.
-  wait_in_line()
-  return {0, redis.call('PTTL', KEYS[1])}
+-- Free, with a line: it is the oldest live waiter's, however it became free
+-- (released, expired, its holder crashed). Anyone else tells that waiter so.
+local head, head_until = live_head(queue, alive)
+if head and head ~= id then
+  if wait > 0 then stay_in_line(queue, alive, id, window) end
+  hand_turn(turn, channel, head, window)
+  return {0, head_until - now()[1] + 1}
 end
--- Free, but it is another waiter's turn: keep out until it claims or its window ends.
-local turn = redis.call('GET', KEYS[4])
-if turn and turn ~= owner then
-  wait_in_line()
-  return {0, redis.call('PTTL', KEYS[4])}
+-- Free, and this caller's turn (or everyone in line was dead): take it.
+local token = draw_fence(fence, retention)
+if not token then return not_a_counter(fence) end
+redis.call('HSET', lock, id, 1)
+redis.call('PEXPIRE', lock, lease)
+if head then
+  leave_line(queue, alive, id)
+  redis.call('DEL', turn)
 end
--- Free: take it, count the first hold and draw the next fencing token.
-local token = draw_fence(KEYS[2])
-if not token then
-  return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[2] .. ' is not a fencing counter')
-end
-redis.call('HSET', KEYS[1], owner, 1)
-redis.call('PEXPIRE', KEYS[1], lease)
-if turn then redis.call('DEL', KEYS[4]) end
-redis.call('ZREM', KEYS[3], owner)
-return {1, 1, token}
+return {1, token}
 )lua"};
 
-// KEYS: lock, channel, queue, turn[, fence]. ARGV: owner, lease_ms, window_ms[, candidate, candidate_lease_ms,
-// may_bypass]. The candidate is a waiter of the releasing process, known to be alive and asleep in line: a final
-// release grants it the lock outright, sparing it the round trip of its own acquire, if it is the oldest waiter
-// or if may_bypass is '1' (the lock has not yet stayed in the releaser's process too many holds in a row).
+// KEYS: lock, fence, queue, alive, turn, channel. ARGV: acquisition id, window_ms, fence retention_ms[, candidate,
+// candidate_lease_ms, may_bypass]. The final release of an acquisition (inner releases renew with a hold count).
+// The candidate is a waiter of the releasing process, known to be alive and asleep in line: the release grants it
+// the lock outright, sparing it the round trip of its own acquire, if it is the head of the line or if may_bypass
+// is '1' (the lock has not yet stayed in the releaser's process too many times in a row).
 const Script kReleaseScript{"release", kPrelude + R"lua(
-local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[3], 'zset') or wrong_type(KEYS[4], 'string')
+local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local id, window, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local held = redis.pcall('HEXISTS', lock, id)
+if type(held) ~= 'number' then return redis.error_reply('DLOCK_WRONGTYPE ' .. lock .. ' is not a hash') end
+-- Not this acquisition's (expired, taken over, never held): change nothing.
+if held == 0 then return {-1} end
+-- Nobody waits: free it, and tell nobody.
+if redis.call('EXISTS', queue) == 0 then
+  redis.call('DEL', lock)
+  return {0, ''}
+end
+local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
--- Not this owner's (expired, taken over, never held): change nothing.
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
-  return {-1, 0, ''}
-end
--- An inner hold: one fewer, the outer holder keeps the lock.
-if tonumber(redis.call('HGET', KEYS[1], ARGV[1])) > 1 then
-  local holds = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  end
-  return {1, holds, ''}
-end
--- The outermost hold, with a live local waiter to take it: hand the lock straight over.
+local head = live_head(queue, alive)
 local candidate = ARGV[4] or ''
-if candidate ~= '' and KEYS[5] and redis.call('ZSCORE', KEYS[3], candidate) then
-  local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-  if oldest == candidate or ARGV[6] == '1' then
-    -- A fencing counter that holds no count leaves the plain hand-off below
-    -- to run (and the next acquire to report it).
-    local token = draw_fence(KEYS[5])
-    if token then
-      redis.call('DEL', KEYS[1])
-      redis.call('HSET', KEYS[1], candidate, 1)
-      redis.call('PEXPIRE', KEYS[1], ARGV[5])
-      redis.call('ZREM', KEYS[3], candidate)
-      return {0, 0, candidate, token}
-    end
+if candidate ~= '' and redis.call('ZSCORE', queue, candidate) and (candidate == head or ARGV[6] == '1') then
+  -- A fencing counter that holds no count leaves the plain hand-off below
+  -- to run (and the next acquire to report it).
+  local token = draw_fence(fence, retention)
+  if token then
+    redis.call('DEL', lock)
+    redis.call('HSET', lock, candidate, 1)
+    redis.call('PEXPIRE', lock, ARGV[5])
+    leave_line(queue, alive, candidate)
+    return {2, token}
   end
 end
--- The outermost hold: give the next waiter its turn and free the lock.
-local next_owner = hand_turn(KEYS[3], KEYS[4], KEYS[2], ARGV[3])
-redis.call('DEL', KEYS[1])
-return {0, 0, next_owner, ''}
+-- Give the oldest live waiter its turn, and free the lock.
+if head then hand_turn(turn, channel, head, window) end
+redis.call('DEL', lock)
+return {0, head or ''}
 )lua"};
 
-// KEYS: queue, turn, channel[, lock]. ARGV: owner, window_ms. A waiter that gives up.
+// KEYS: lock, fence, queue, alive, turn, channel. ARGV: acquisition id, window_ms. A waiter that gives up.
 const Script kLeaveScript{"leave", kPrelude + R"lua(
-local bad = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'string') or (KEYS[4] and wrong_type(KEYS[4], 'hash'))
+local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local id, window = ARGV[1], tonumber(ARGV[2])
+local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
--- A release handed this waiter the lock but its reply was lost, so the waiter
--- never learnt of it: free it now rather than let it idle out its lease.
-if KEYS[4] and redis.call('HGET', KEYS[4], ARGV[1]) == '1' then
-  hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[1])
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  redis.call('DEL', KEYS[4])
-  return 1
+leave_line(queue, alive, id)
+-- Granted to it by a try or a release whose reply it never got: free it
+-- rather than let it idle out its lease.
+if redis.call('HEXISTS', lock, id) == 1 then redis.call('DEL', lock) end
+-- A free lock goes to the next live waiter at once, not at its next try.
+if redis.call('EXISTS', lock) == 0 then
+  local head = live_head(queue, alive)
+  if head then hand_turn(turn, channel, head, window) end
 end
--- It was this waiter's turn: pass it on rather than let the lock idle through the window.
-if redis.call('GET', KEYS[2]) == ARGV[1] then
-  if hand_turn(KEYS[1], KEYS[2], KEYS[3], ARGV[2]) == '' then redis.call('DEL', KEYS[2]) end
-end
-redis.call('ZREM', KEYS[1], ARGV[1])
 return 1
 )lua"};
 
+// KEYS: lock. ARGV: acquisition id, lease_ms[, hold count]. The watchdog's renewal, and with a count a re-entry or
+// an inner release: the count is set, not added to, so a try repeated after a lost reply counts once.
 const Script kRenewScript{"renew", R"lua(
--- Still this owner's: extend (never shorten: a re-entry may have granted a
--- longer fixed lease). Anything else (gone, taken over, overwritten by a key
+-- Still this acquisition's: extend (never shorten: a re-entry may have granted
+-- a longer fixed lease). Anything else (gone, taken over, overwritten by a key
 -- of another type) means the holder has lost it.
-if redis.call('TYPE', KEYS[1]).ok == 'hash' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  end
-  return 1
-end
-return 0
+if redis.pcall('HEXISTS', KEYS[1], ARGV[1]) ~= 1 then return 0 end
+if ARGV[3] then redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+)lua"};
+
+// KEYS: lock, fence, queue, alive, turn, channel. ARGV: window_ms. The operator's forced unlock: deletes the lock
+// whoever holds it, hands the turn to the oldest live waiter as a release does, and returns the owners removed
+// (token, hold count, ...).
+const Script kForceReleaseScript{"force_release", kPrelude + R"lua(
+local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local bad = line_types_bad(lock, queue, alive, turn)
+if bad then return redis.error_reply(bad) end
+local owners = redis.call('HGETALL', lock)
+if #owners == 0 then return owners end
+local head = live_head(queue, alive)
+if head then hand_turn(turn, channel, head, tonumber(ARGV[1])) end
+redis.call('DEL', lock)
+return owners
 )lua"};
 
 void ScriptRunner::load_all() {
@@ -248,22 +305,30 @@ RedisReply ScriptRunner::run(const Script& script, std::span<const std::string_v
 }
 
 std::vector<RedisReply> ScriptRunner::run_pipelined(
-    const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls) {
-  std::string sha(sha_of(script));
+    const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
+    std::chrono::steady_clock::time_point deadline) {
   std::vector<RedisCommand> commands;
   commands.reserve(calls.size());
+  const std::string sha(sha_of(script));
   for (const auto& [keys, args] : calls) commands.push_back(evalsha(sha, keys, args));
-  std::vector<RedisReply> replies = redis_.pipeline(commands);
+  std::vector<RedisReply> replies = redis_.urgent_pipeline(commands, deadline);
 
-  std::vector<RedisCommand> retries;
+  // After a restart or SCRIPT FLUSH: send those again as EVAL, which also
+  // loads the script, on the same urgent path (SCRIPT LOAD would go through
+  // the pool, behind user traffic).
   std::vector<std::size_t> retried_at;
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (is_noscript(replies[i])) retried_at.push_back(i);
   }
   if (retried_at.empty()) return replies;
-  sha = load(script);
-  for (std::size_t i : retried_at) retries.push_back(evalsha(sha, calls[i].first, calls[i].second));
-  std::vector<RedisReply> retried = redis_.pipeline(retries);
+  std::vector<RedisCommand> retries;
+  for (std::size_t i : retried_at) {
+    RedisCommand command = evalsha(sha, calls[i].first, calls[i].second);
+    command[0] = "EVAL";
+    command[1] = script.source;
+    retries.push_back(std::move(command));
+  }
+  std::vector<RedisReply> retried = redis_.urgent_pipeline(retries, deadline);
   for (std::size_t j = 0; j < retried_at.size() && j < retried.size(); ++j) replies[retried_at[j]] = std::move(retried[j]);
   return replies;
 }

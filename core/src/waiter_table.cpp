@@ -1,5 +1,6 @@
 #include "dlock/detail/waiter_table.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace dlock::detail {
@@ -39,7 +40,10 @@ struct WaiterTable::State {
     auto it = channels.find(name);
     if (it == channels.end()) return;
     if (owner.empty()) {
-      wake_next(*it->second);
+      for (Waiter& waiter : it->second->line) {
+        waiter.notified = true;
+        waiter.cv.notify_one();
+      }
       return;
     }
     for (Waiter& waiter : it->second->line) {
@@ -67,7 +71,7 @@ WaiterTable::WaiterTable(RedisExecutor& redis) : state_(std::make_shared<State>(
 WaiterTable::~WaiterTable() = default;
 
 void WaiterTable::enter(std::string_view channel_name, const std::string& owner, long long lease_ms,
-                        Ticket& ticket) {
+                        Ticket& ticket, std::chrono::steady_clock::time_point until) {
   const std::string name(channel_name);
   std::unique_lock guard(state_->mutex);
   auto [it, created] = state_->channels.try_emplace(name);
@@ -84,9 +88,13 @@ void WaiterTable::enter(std::string_view channel_name, const std::string& owner,
     std::weak_ptr<State> weak = state_;
     Subscription subscription;
     try {
-      subscription = redis_.subscribe(name, [weak, name](const std::string& owner) {
-        if (auto state = weak.lock()) state->notify(name, owner);
-      });
+      const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now()));
+      subscription = redis_.subscribe(
+          name,
+          [weak, name](const std::string& owner) {
+            if (auto state = weak.lock()) state->notify(name, owner);
+          },
+          left);
     } catch (...) {
       // No subscription: the waiters fall back to their timed retries.
     }
@@ -95,7 +103,7 @@ void WaiterTable::enter(std::string_view channel_name, const std::string& owner,
     channel->subscribing = false;
     channel->subscribed.notify_all();
   } else {
-    channel->subscribed.wait(guard, [channel] { return !channel->subscribing; });
+    channel->subscribed.wait_until(guard, until, [channel] { return !channel->subscribing; });
   }
 }
 

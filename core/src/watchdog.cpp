@@ -37,7 +37,7 @@ struct Watchdog::State {
   ScriptRunner* scripts;  // valid until stopping (the owner joins before it goes)
   StatsRecorder* stats;   // likewise
   std::shared_ptr<spdlog::logger> logger;
-  LostHandler on_lost;
+  LostHandler on_lost;  // set before the thread starts, then only read
 
   mutable std::mutex mutex;
   std::condition_variable wake;                                                               // with mutex
@@ -68,8 +68,19 @@ struct Watchdog::State {
     return true;
   }
 
-  // Renews `batch` in one pipeline; appends the locks found gone to `lost`.
-  void renew(const std::vector<std::shared_ptr<HeldLock>>& batch, LostList& lost) {
+  // The earliest moment after `now` at which a watched lock counts as lost by
+  // the local clock (those past it already are being declared lost).
+  Clock::time_point first_validity_end_locked(Clock::time_point now) const {
+    Clock::time_point first = Clock::time_point::max();
+    for (const auto& entry : watched) {
+      const Clock::time_point end = entry.second.first->valid_until_time();
+      if (end > now) first = std::min(first, end);
+    }
+    return first;
+  }
+
+  // Renews `batch` in one pipeline, giving up at `deadline`; appends the locks found gone to `lost`.
+  void renew(const std::vector<std::shared_ptr<HeldLock>>& batch, Clock::time_point deadline, LostList& lost) {
     std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
     calls.reserve(batch.size());
     for (const auto& lock : batch) {
@@ -80,7 +91,7 @@ struct Watchdog::State {
     stats->renewal_rounds.fetch_add(1, std::memory_order_relaxed);
     std::vector<RedisReply> replies;
     try {
-      replies = scripts->run_pipelined(kRenewScript, calls);
+      replies = scripts->run_pipelined(kRenewScript, calls, deadline);
     } catch (const Error& e) {
       stats->renewals_failed.fetch_add(batch.size(), std::memory_order_relaxed);
       logger->warn("watchdog: renewing {} lock(s) failed, retrying until their leases run out: {}", batch.size(),
@@ -108,12 +119,15 @@ struct Watchdog::State {
   }
 };
 
-Watchdog::Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger,
-                   LostHandler on_lost)
+Watchdog::Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger)
     : state_(std::make_shared<State>()) {
   state_->scripts = &scripts;
   state_->stats = &stats;
   state_->logger = std::move(logger);
+}
+
+void Watchdog::set_lost_handler(LostHandler on_lost) {
+  std::lock_guard guard(state_->mutex);
   state_->on_lost = std::move(on_lost);
 }
 
@@ -184,6 +198,7 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
     state->sleeping_until = Clock::time_point::min();  // working: it re-reads the schedule before sleeping
     // Take every task due now or within the batch window.
     const Clock::time_point now = Clock::now();
+    const Clock::time_point io_deadline = state->first_validity_end_locked(now);
     std::vector<std::shared_ptr<HeldLock>> due;
     while (!state->schedule.empty() && state->schedule.begin()->first <= now + kBatchWindow) {
       const HeldLock* lock = state->schedule.begin()->second;
@@ -204,7 +219,7 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
         to_renew.push_back(lock);
       }
     }
-    if (!to_renew.empty()) state->renew(to_renew, lost);
+    if (!to_renew.empty()) state->renew(to_renew, io_deadline, lost);
 
     guard.lock();
     LostList to_report;
@@ -223,7 +238,9 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
     if (to_report.empty()) continue;
     // Outside the mutex: the handler calls back into the service and user code.
     guard.unlock();
-    for (const auto& [lock, why] : to_report) state->on_lost(lock, why);
+    for (const auto& [lock, why] : to_report) {
+      if (state->on_lost) state->on_lost(lock, why);
+    }
     guard.lock();
   }
 }

@@ -4,7 +4,7 @@
 
 namespace dlock {
 
-HiredisExecutor::HiredisExecutor(RedisConfig config) : pool_(config), subscriber_(std::move(config)) {}
+HiredisExecutor::HiredisExecutor(RedisConfig config) : pool_(config), urgent_(config), subscriber_(std::move(config)) {}
 
 void HiredisExecutor::connect() {
   auto connection = pool_.borrow();
@@ -34,8 +34,14 @@ std::vector<RedisReply> HiredisExecutor::pipeline(const std::vector<RedisCommand
   return connection->pipeline(commands);
 }
 
-Subscription HiredisExecutor::subscribe(const std::string& channel, MessageHandler on_message) {
-  return subscriber_.subscribe(channel, std::move(on_message));
+std::vector<RedisReply> HiredisExecutor::urgent_pipeline(const std::vector<RedisCommand>& commands,
+                                                         std::chrono::steady_clock::time_point deadline) {
+  return urgent_.pipeline(commands, deadline);
+}
+
+Subscription HiredisExecutor::subscribe(const std::string& channel, MessageHandler on_message,
+                                        std::optional<std::chrono::milliseconds> confirm_within) {
+  return subscriber_.subscribe(channel, std::move(on_message), confirm_within);
 }
 
 std::string HiredisExecutor::endpoint() const { return pool_.endpoint(); }

@@ -120,6 +120,11 @@ RedisConnection::~RedisConnection() {
   if (context_ != nullptr) redisFree(context_);
 }
 
+void RedisConnection::set_command_timeout(Millis timeout) {
+  config_.command_timeout = timeout;
+  if (redisSetTimeout(context_, to_timeval(timeout)) != REDIS_OK) fail("setting the command timeout");
+}
+
 bool RedisConnection::broken() const { return context_ == nullptr || context_->err != 0; }
 
 void RedisConnection::fail(const std::string& during) {

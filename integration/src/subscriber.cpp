@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -70,6 +71,9 @@ using State = pubsub::SharedState;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kFirstBackoff = std::chrono::milliseconds(50);
+// While anything is subscribed, a connection silent this long is asked for a
+// PONG, which must come within the command timeout.
+constexpr auto kPingInterval = std::chrono::milliseconds(1000);
 constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
 
 bool on_subscriber_thread(const State& state) { return std::this_thread::get_id() == state.thread_id; }
@@ -85,6 +89,9 @@ class Loop {
       if (!connection_) {
         try {
           connection_ = std::make_unique<RedisConnection>(state_.config);
+          // The kernel's probes as a second line behind the PINGs; failure to set them is not fatal.
+          redisEnableKeepAlive(connection_->context());
+          last_heard_ = Clock::now();
         } catch (const Error&) {
           ++state_.connection_failures;
           ever_failed = true;
@@ -141,6 +148,7 @@ class Loop {
   void drop_connection() {
     connection_.reset();
     answered_ = false;
+    ping_sent_.reset();
     sent_.clear();
     unacknowledged_.clear();
     std::lock_guard lock(state_.mutex);
@@ -202,14 +210,47 @@ class Loop {
 
   void wait_for_input() {
     pollfd watched[2] = {{connection_->context()->fd, POLLIN, 0}, {state_.wake_fd, POLLIN, 0}};
-    if (::poll(watched, 2, -1) < 0) {
+    const int ready = ::poll(watched, 2, poll_timeout_ms());
+    if (ready < 0) {
       if (errno == EINTR) return;
       connection_->fail("waiting for messages");
+    }
+    if (ready == 0) {
+      check_liveness();
+      return;
     }
     if (watched[1].revents != 0) drain_wake_fd();
     if (watched[0].revents != 0) {
       if (redisBufferRead(connection_->context()) != REDIS_OK) connection_->fail("reading messages");
+      last_heard_ = Clock::now();
     }
+  }
+
+  // How long poll() may sleep: forever with nothing subscribed, else until
+  // the next PING is due or the one sent must have been answered.
+  int poll_timeout_ms() const {
+    if (sent_.empty()) return -1;
+    const Clock::time_point due = ping_sent_ ? *ping_sent_ + state_.config.command_timeout : last_heard_ + kPingInterval;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(due - Clock::now()).count();
+    return static_cast<int>(std::clamp<long long>(left, 0, kPingInterval.count()));
+  }
+
+  void check_liveness() {
+    if (sent_.empty()) return;
+    const Clock::time_point now = Clock::now();
+    if (ping_sent_) {
+      if (now >= *ping_sent_ + state_.config.command_timeout) {
+        connection_->fail("waiting for a PONG (the connection went silent)");
+      }
+      return;
+    }
+    if (now < last_heard_ + kPingInterval) return;
+    if (redisAppendCommand(connection_->context(), "PING") != REDIS_OK) connection_->fail("sending PING");
+    int done = 0;
+    while (!done) {
+      if (redisBufferWrite(connection_->context(), &done) != REDIS_OK) connection_->fail("sending PING");
+    }
+    ping_sent_ = now;
   }
 
   void handle(const RedisReply& reply) {
@@ -217,6 +258,11 @@ class Loop {
     backoff_ = kFirstBackoff;
     // Error replies (e.g. an ACL user without channel rights) are left alone:
     // the subscription stays unconfirmed and its waiters fall back to timed retries.
+    // A PING's answer: ["pong", ""] while subscribed, +PONG before the first channel.
+    if (is_pong(reply)) {
+      ping_sent_.reset();
+      return;
+    }
     if (reply.type != RedisReply::Type::Array || reply.elements.size() < 3) return;
     const std::string& kind = reply.elements[0].str;
     const std::string& channel = reply.elements[1].str;
@@ -274,8 +320,15 @@ class Loop {
     }
   }
 
+  static bool is_pong(const RedisReply& reply) {
+    if (reply.type == RedisReply::Type::Status) return reply.str == "PONG";
+    return reply.type == RedisReply::Type::Array && reply.elements.size() == 2 && reply.elements[0].str == "pong";
+  }
+
   // Everything below is touched by the subscriber thread only.
   State& state_;
+  Clock::time_point last_heard_ = Clock::now();  // the connection last delivered bytes
+  std::optional<Clock::time_point> ping_sent_;     // a PING awaits its answer
   std::unique_ptr<RedisConnection> connection_;
   bool answered_ = false;  // the current connection delivered a reply: reconnect at once if it drops
   std::chrono::milliseconds backoff_ = kFirstBackoff;  // reset by a reply, so only proven connections reset it
@@ -324,7 +377,8 @@ Subscriber::~Subscriber() {
   thread.join();
 }
 
-Subscription Subscriber::subscribe(const std::string& channel, MessageHandler on_message) {
+Subscription Subscriber::subscribe(const std::string& channel, MessageHandler on_message,
+                                   std::optional<Millis> confirm_within) {
   std::unique_lock lock(state_->mutex);
   const std::uint64_t id = state_->next_id++;
   auto& callbacks = state_->channels[channel];
@@ -340,7 +394,7 @@ Subscription Subscriber::subscribe(const std::string& channel, MessageHandler on
   Subscription subscription([weak = std::weak_ptr<State>(state_), channel, id] { cancel(weak, channel, id); });
   // The subscriber thread cannot acknowledge while it waits for itself.
   if (!on_subscriber_thread(*state_)) {
-    state_->changed.wait_until(lock, Clock::now() + state_->config.command_timeout, [&] {
+    state_->changed.wait_until(lock, Clock::now() + confirm_within.value_or(state_->config.command_timeout), [&] {
       return state_->confirmed.contains(channel) || state_->stopping;
     });
   }

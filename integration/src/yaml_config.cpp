@@ -228,6 +228,13 @@ const Settings& lock_settings() {
        [](const Value& v, Config& c) {
          c.lock.max_key_bytes = static_cast<std::size_t>(v.integer(1, 1048576, "a number of bytes"));
        }},
+      {"turn_window_ms",
+       [](const Value& v, Config& c) {
+         // Waiters re-confirm their place every third of it: under 30 ms that is a poll loop.
+         c.lock.turn_window = v.millis(30, 600000);
+       }},
+      {"fence_retention_ms",
+       [](const Value& v, Config& c) { c.lock.fence_retention = v.millis(100, 3153600000000LL); }},
   };
   return settings;
 }

@@ -16,6 +16,13 @@ struct LockConfig {
   Millis watchdog_timeout{30000};  // lease of a watchdog-managed lock
   Millis wait{0};                  // default wait of lock() and try_lock()
   std::size_t max_key_bytes = 1024;
+  // A waiter in line not heard from for this long is presumed dead and loses
+  // its place; live waiters re-confirm every third of it. So a waiter that
+  // died costs the others at most one window.
+  Millis turn_window{1000};
+  // How long a lock's fencing counter outlives its last seeding; then the
+  // next acquisition seeds it again from the server's clock (see scripts).
+  Millis fence_retention{7LL * 24 * 3600 * 1000};
 };
 
 struct LockOptions {

@@ -2,9 +2,11 @@
 // The only door from core to Redis. core/ sends commands and subscribes to
 // channels through this interface; integration/ implements it with hiredis.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -80,12 +82,25 @@ class RedisExecutor {
   // Throws ConnectionError as command() does. Thread-safe.
   virtual std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) = 0;
 
+  // As pipeline(), for the watchdog's renewals: never queued behind other
+  // callers for a connection (an executor keeps one aside for it), and given
+  // up with ConnectionError at `deadline` whatever the configured timeouts,
+  // so that a lock is declared lost by its holder's clock on time even while
+  // Redis is unreachable. The default simply calls pipeline().
+  virtual std::vector<RedisReply> urgent_pipeline(const std::vector<RedisCommand>& commands,
+                                                  std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+    return pipeline(commands);
+  }
+
   // Calls on_message with the payload of every message published on channel,
   // and once more, with an empty payload, after the subscriber connection
-  // came back from an outage (a message may have been missed meanwhile). Returns once Redis confirmed the subscription
-  // or the command timeout passed; waiters must not rely on messages alone.
-  // on_message runs on the subscriber's thread and must not block.
-  virtual Subscription subscribe(const std::string& channel, MessageHandler on_message) = 0;
+  // came back from an outage (a message may have been missed meanwhile).
+  // Returns once Redis confirmed the subscription, or after `confirm_within`
+  // (default: the command timeout) without it; waiters must not rely on
+  // messages alone. on_message runs on the subscriber's thread and must not block.
+  virtual Subscription subscribe(const std::string& channel, MessageHandler on_message,
+                                 std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) = 0;
 
   // "host:port", for messages.
   virtual std::string endpoint() const = 0;

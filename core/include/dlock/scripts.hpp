@@ -2,26 +2,31 @@
 // The Lua scripts that make a lock atomic, and the runner that sends
 // them by EVALSHA. Every user value travels in KEYS/ARGV, never in the text.
 //
-// Reply shapes (the core parses them in lock_service.cpp):
-//   acquire(lock, fence, queue, turn; owner, lease_ms, wait_ms, holds known to the caller)
-//       → {1, holds, fencing_token as a decimal string} | {0, ms the caller may sleep at most}
-//   release(lock, channel, queue, turn[, fence]; owner, lease_ms, window_ms[, candidate, its lease_ms, may_bypass])
-//       → {-1, 0, ''} not owner | {1, holds left, ''}
-//         | {0, 0, next owner or '', ''} freed and published
-//         | {0, 0, candidate, its fencing token} handed straight to the candidate
-//   renew(lock; owner, lease_ms) → 1 renewed | 0 gone
-//   leave(queue, turn, channel[, lock]; owner, window_ms) → 1 (also frees a hold granted to it unawares)
+// Reply shapes (the core parses them in lock_service.cpp). The six names are
+// LockNames::script_keys(): lock, fence, queue, alive, turn, channel.
+//   acquire(six names; id, lease_ms, wait_ms, window_ms, retention_ms)
+//       → {1, fencing token (integer, or text past 2^53)} | {0, ms the caller may sleep at most}
+//   release(six names; id, window_ms, retention_ms[, candidate, its lease_ms, may_bypass])
+//       → {-1} not this acquisition's | {0, next owner or ''} freed | {2, token} handed to the candidate
+//   renew(lock; id, lease_ms[, hold count]) → 1 renewed (count set) | 0 gone
+//   leave(six names; id, window_ms) → 1 (also frees a hold granted to it unawares)
+//   force_release(six names; window_ms) → the owners removed, {token, count, ...}
 // A key of the wrong type at a lock's name is an error reply starting "DLOCK_WRONGTYPE".
 //
-// Waiters line up in the sorted set `queue` (owner token by arrival). A final
-// release hands the next turn to the oldest of them: `turn` holds its token
-// for a short window in which nobody else may take the free lock, and the
-// release notice names it, so exactly that waiter wakes. A waiter that died
-// only costs that window; one that gives up leaves the line (leave script).
-// A releaser with a waiter of its own process asleep in line may instead
-// grant the lock to it inside the release (it is known to be alive), at most
-// a few times in a row ahead of older waiters of other processes.
+// Identity: every first acquisition has an id of its own, `<instance>:<thread>:<n>`,
+// the field of its hold in the lock's hash. Re-entry is decided by the thread
+// (the client finds its own hold and renews it with the new count), so Redis
+// tells apart a retried call (the same id: its grant is adopted, once) from a
+// new one (a new id: it waits like anyone, even behind a lock its own thread
+// detached), and a renewal in flight never extends a later acquisition.
+//
+// Waiters line up by arrival and stay in line while they are heard from (see
+// scripts.cpp); while the lock is free it is the oldest live waiter's, however
+// it became free. A releaser with a waiter of its own process asleep in line
+// may instead grant the lock to it inside the release (it is known to be
+// alive), at most a few times in a row ahead of older waiters of other processes.
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <span>
@@ -42,6 +47,7 @@ extern const Script kAcquireScript;
 extern const Script kReleaseScript;
 extern const Script kRenewScript;
 extern const Script kLeaveScript;
+extern const Script kForceReleaseScript;
 
 // Error replies of the scripts start with this, then the key's actual type.
 inline constexpr std::string_view kWrongTypeError = "DLOCK_WRONGTYPE";
@@ -58,9 +64,11 @@ class ScriptRunner {
 
   RedisReply run(const Script& script, std::span<const std::string_view> keys, std::span<const std::string_view> args);
 
-  // One round trip for many calls of the same script (the watchdog's renewals).
+  // One round trip for many calls of the same script (the watchdog's
+  // renewals), on the executor's urgent path, given up at `deadline`.
   std::vector<RedisReply> run_pipelined(const Script& script,
-                                        const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls);
+                                        const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
+                                        std::chrono::steady_clock::time_point deadline);
 
  private:
   // Views that stay valid as long as the runner.

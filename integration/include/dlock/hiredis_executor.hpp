@@ -1,6 +1,6 @@
 #pragma once
 // RedisExecutor over hiredis: a ConnectionPool for commands and pipelines, a
-// Subscriber for pub/sub. Callers on different threads use different pooled
+// connection of its own for the watchdog's renewals, a Subscriber for pub/sub. Callers on different threads use different pooled
 // connections, so the executor never serialises them.
 
 #include <memory>
@@ -8,6 +8,7 @@
 #include "dlock/config.hpp"
 #include "dlock/connection_pool.hpp"
 #include "dlock/redis_executor.hpp"
+#include "dlock/reserved_connection.hpp"
 #include "dlock/subscriber.hpp"
 
 namespace dlock {
@@ -23,11 +24,15 @@ class HiredisExecutor final : public RedisExecutor {
   RedisReply command(const RedisCommand& argv) override;
   RedisReply command_parts(std::span<const std::string_view> argv) override;
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) override;
-  Subscription subscribe(const std::string& channel, MessageHandler on_message) override;
+  std::vector<RedisReply> urgent_pipeline(const std::vector<RedisCommand>& commands,
+                                          std::chrono::steady_clock::time_point deadline) override;
+  Subscription subscribe(const std::string& channel, MessageHandler on_message,
+                         std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) override;
   std::string endpoint() const override;
 
  private:
   detail::ConnectionPool pool_;
+  detail::ReservedConnection urgent_;  // the watchdog's, outside the pool
   detail::Subscriber subscriber_;
 };
 

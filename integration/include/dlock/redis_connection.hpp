@@ -30,6 +30,9 @@ class RedisConnection {
   RedisReply command(std::span<const std::string_view> argv);
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands);
 
+  // Changes the command timeout for the calls that follow.
+  void set_command_timeout(Millis timeout);
+
   // Once true the connection must be dropped, never reused.
   bool broken() const;
 

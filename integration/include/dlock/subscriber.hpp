@@ -4,13 +4,17 @@
 // handed to that thread through a wake-up pipe, so the connection is only ever
 // touched by it. After an outage it reconnects with back-off, subscribes to
 // every channel again, and calls every callback once (a message may have been
-// missed meanwhile).
+// missed meanwhile). A connection that goes silent without closing (a peer
+// gone, no RST) is found by a PING every second while anything is
+// subscribed, answered within the command timeout or dropped, and by TCP
+// keepalive.
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,7 +32,8 @@ class Subscriber {
   Subscriber& operator=(const Subscriber&) = delete;
 
   // See RedisExecutor::subscribe. Several subscriptions may share a channel.
-  Subscription subscribe(const std::string& channel, MessageHandler on_message);
+  Subscription subscribe(const std::string& channel, MessageHandler on_message,
+                         std::optional<Millis> confirm_within = std::nullopt);
 
  private:
   // Implementation state is private to subscriber.cpp's design; see there.

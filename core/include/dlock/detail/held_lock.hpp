@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -31,7 +32,7 @@ struct HeldLock {
 
   const std::string key;        // as the user passed it
   const std::string lock_name;  // P{K}
-  const std::string owner;      // "<instance>:<thread>"
+  const std::string owner;      // the acquisition id, "<instance>:<thread>:<n>": its field in the lock's hash
   const std::string held_key;   // its key in the service's table of held locks
   const std::uint64_t fencing_token;
 
@@ -42,7 +43,14 @@ struct HeldLock {
   int handoffs_in_a_row = 0;               // set before sharing: direct grants within this process that led here
   std::stop_source stop;                   // requested when lost
 
+  // Held across each round trip that changes this acquisition's holds in
+  // Redis (re-entry, release), so that Redis' count follows the local one
+  // even when a guard moved to another thread releases while its thread
+  // re-enters. Taken before ServiceCore::mutex_, never after it.
+  std::mutex io;
   int holds = 0;                            // guarded by ServiceCore::mutex_
+  bool detached = false;                    // guarded by ServiceCore::mutex_: a hold was detached; the lock stays
+                                            // in Redis until its lease ends
   std::vector<std::weak_ptr<Hold>> stack;   // guarded by ServiceCore::mutex_: live holds, oldest first
 
   Clock::time_point valid_until_time() const { return Clock::time_point(Clock::duration(valid_until.load())); }

@@ -1,6 +1,6 @@
 #pragma once
-// The Redis names of one lock — P{K} and its fence, channel, queue and turn —
-// built in one allocation: lock() and unlock() need them on every call.
+// The Redis names of one lock — P{K} and its fence, channel, queue, alive and
+// turn — built in one allocation: lock() and unlock() need them on every call.
 
 #include <algorithm>
 #include <array>
@@ -28,9 +28,14 @@ class LockNames {
   std::string_view channel() const { return name(1); }
   std::string_view queue() const { return name(2); }
   std::string_view turn() const { return name(3); }
+  std::string_view alive() const { return name(4); }
+
+  // The names every script that touches the line takes, in this order:
+  // lock, fence, queue, alive, turn, channel.
+  std::array<std::string_view, 6> script_keys() const { return {lock(), fence(), queue(), alive(), turn(), channel()}; }
 
  private:
-  static constexpr std::array<std::string_view, 4> kSuffixes{":fence", ":released", ":queue", ":turn"};
+  static constexpr std::array<std::string_view, 5> kSuffixes{":fence", ":released", ":queue", ":turn", ":alive"};
 
   static char* put(char* out, std::string_view part) { return std::copy(part.begin(), part.end(), out); }
 
@@ -41,7 +46,7 @@ class LockNames {
     return {buffer_.data() + start, lock_size_ + kSuffixes[i].size()};
   }
 
-  std::string buffer_;  // P{K}:fence P{K}:released P{K}:queue P{K}:turn, back to back
+  std::string buffer_;  // P{K}:fence P{K}:released P{K}:queue P{K}:turn P{K}:alive, back to back
   std::size_t lock_size_;
 };
 

@@ -3,6 +3,7 @@
 // a guard can release its hold (and its lock stays renewed) even after the
 // RedisLockService object is gone.
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 
 #include "dlock/detail/held_lock.hpp"
 #include "dlock/detail/lock_names.hpp"
+#include "dlock/detail/lost_notifier.hpp"
 #include "dlock/detail/stats_recorder.hpp"
 #include "dlock/detail/waiter_table.hpp"
 #include "dlock/detail/watchdog.hpp"
@@ -27,6 +29,10 @@ namespace dlock::detail {
 class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
  public:
   ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config, std::shared_ptr<spdlog::logger> logger);
+  // Finishes what the constructor cannot: the watchdog reports losses through
+  // a weak reference to this core, so a hook that drops the last reference to
+  // the service never leaves the watchdog calling into a destroyed one.
+  void start();
 
   // An empty guard when `throw_on_timeout` is false and the wait ran out.
   LockGuard acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout);
@@ -43,17 +49,34 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
  private:
   LockNames names_for(std::string_view key) const;
   std::string owner_token() const;
-  // The key of held_ for one owner's holds of one user key.
+  // The key of held_ for one thread's holds of one user key.
   static std::string held_key(std::string_view owner, std::string_view key);
-  void leave_line(const LockNames& names, const std::string& owner);
-  // This process' holds under `held` (a held_key(); 0 if none or lost), as the acquire script wants them.
-  int known_holds(const std::string& held) const;
+  // Throws dlock::Error in a process forked after this service was made.
+  void refuse_after_fork() const;
   void validate(std::string_view key, const LockOptions& options) const;
-  LockGuard grant(std::string_view key, const LockNames& names, const std::string& owner, const std::string& held,
-                  long long holds, std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
+
+  // A live acquisition of this thread's (held_key `held`), for re-entry; null if none.
+  std::shared_ptr<HeldLock> find_live(const std::string& held) const;
+  // One more hold on `lock`: its count set in Redis. An empty guard when the
+  // lock turned out lost or released meanwhile: the caller then acquires afresh.
+  LockGuard reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed, Clock::time_point called,
+                    Clock::time_point deadline);
+  LockGuard acquire_first(std::string_view key, const std::string& held, const std::string& thread_owner,
+                          Millis lease, bool renewed, Clock::time_point called, Clock::time_point deadline,
+                          bool throw_on_timeout);
+  // A new acquisition's id, or the id of this thread's last acquisition of the
+  // key if that one failed without knowing whether Redis granted it: its grant,
+  // never handed to anyone, is then adopted rather than left to idle out its lease.
+  std::string acquisition_id(const std::string& held, const std::string& thread_owner);
+  void remember_orphan(const std::string& held, const std::string& id, Millis lease);
+  void leave_line(const LockNames& names, const std::string& id);
+  void release_inner(const std::shared_ptr<HeldLock>& lock, int holds_left);
+  void release_final(const std::shared_ptr<HeldLock>& lock);
+  LockGuard grant(std::string_view key, const LockNames& names, const std::string& id, const std::string& held,
+                  std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
                   Clock::time_point called, int handoffs_in_a_row = 0);
   // The lock, handed to this waiter inside a release by another thread of this process.
-  LockGuard grant_direct(std::string_view key, const LockNames& names, const std::string& owner,
+  LockGuard grant_direct(std::string_view key, const LockNames& names, const std::string& id,
                          const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
                          Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
@@ -64,6 +87,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   const LockConfig config_;
   const std::shared_ptr<spdlog::logger> logger_;
   const std::string instance_id_;  // 128 CSPRNG bits, hex
+  const unsigned fork_generation_;  // of the process that made this service
+  std::atomic<std::uint64_t> acquisitions_{0};  // numbers the acquisition ids
   ScriptRunner scripts_;
   WaiterTable waiters_;
   StatsRecorder stats_;
@@ -71,6 +96,13 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<HeldLock>> held_;  // guarded by mutex_; keyed by held_key()
   std::function<void(const std::string&)> on_lost_;                  // guarded by mutex_
+  struct Orphan {
+    std::string id;
+    Clock::time_point expires;
+  };
+  std::unordered_map<std::string, Orphan> orphans_;  // guarded by mutex_; keyed by held_key()
+
+  LostNotifier notifier_;  // runs on_lost hooks on a thread of its own
 
   Watchdog watchdog_;  // last: its thread stops before the members it uses go
 };

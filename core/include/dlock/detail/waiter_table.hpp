@@ -2,10 +2,10 @@
 // The local waiters of busy locks, per release channel. The first waiter of a
 // channel subscribes to it (through the executor's one shared subscriber
 // connection); the last one to leave unsubscribes. A release notice names the
-// owner whose turn it is: only that waiter wakes, so a release does not
-// stampede every local waiter at Redis. A notice that names nobody (no one
-// was in line, or the subscriber reconnected) wakes the oldest local waiter;
-// a waiter that leaves holding such an unused notice passes it on.
+// waiter (acquisition id) whose turn it is: only that waiter wakes, so a
+// release does not stampede every local waiter at Redis. A notice that names
+// nobody (the subscriber reconnected, and notices may have been missed) wakes
+// every local waiter of the channel, so the one whose turn it is wakes too.
 //
 // A thread releasing a lock may also *offer* it to a local waiter asleep in
 // line: the waiter stays asleep until the releaser's script has run, then
@@ -90,17 +90,19 @@ class WaiterTable {
   };
 
   // Joins the line of `channel` as `owner`, subscribing first if this is its
-  // first waiter. Returns once the subscription is confirmed or could not be
-  // (then the waiter relies on its timed retries alone). `lease_ms` is the
-  // lease a direct grant must give it.
-  void enter(std::string_view channel, const std::string& owner, long long lease_ms, Ticket& ticket);
+  // first waiter. Returns once the subscription is confirmed, could not be,
+  // or `until` passed (then the waiter relies on its timed retries alone,
+  // which are never further apart than a third of the turn window).
+  // `lease_ms` is the lease a direct grant must give it.
+  void enter(std::string_view channel, const std::string& owner, long long lease_ms, Ticket& ticket,
+             std::chrono::steady_clock::time_point until);
 
   // Picks the oldest waiter of `channel` asleep in line, if any, for the
   // releasing thread (whose owner token is `releaser`) to hand the lock to.
   Offer offer(std::string_view channel, const std::string& releaser);
 
   // Delivers a release notice as if it came from the subscriber: wakes
-  // `owner` if it waits here, or with an empty owner the oldest waiter.
+  // `owner` if it waits here, or with an empty owner every waiter of the channel.
   // The releaser calls it directly for a waiter of its own process.
   void notify(std::string_view channel, const std::string& owner);
 

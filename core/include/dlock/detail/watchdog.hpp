@@ -4,7 +4,9 @@
 // lease/3 (renewals falling due together go out as one pipeline); a fixed
 // lease is only checked when it runs out. A lock whose renewal finds it gone,
 // or whose validity ran out by the local clock before a renewal succeeded, is
-// handed to the lost handler and no longer watched.
+// handed to the lost handler and no longer watched. A renewal round gives up
+// its I/O at the moment the first watched lock would count as lost by the
+// local clock, so a Redis that does not answer never delays that verdict.
 
 #include <functional>
 #include <memory>
@@ -23,13 +25,17 @@ class Watchdog {
  public:
   using LostHandler = std::function<void(const std::shared_ptr<HeldLock>&, const std::string& why)>;
 
-  Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger, LostHandler on_lost);
+  Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger);
   // Stops and joins the thread. If the lost handler itself drops the last
   // reference to the service, the thread is detached instead and exits on
   // its own without touching anything but its shared state.
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
+
+  // Called, on the watchdog's thread, with each lock found lost. Set it
+  // before the first watch().
+  void set_lost_handler(LostHandler on_lost);
 
   // Starts watching (or re-plans) a lock: the next renewal is due lease/3
   // after `granted` (when its lease was last granted), or, for a fixed lease,

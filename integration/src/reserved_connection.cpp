@@ -1,0 +1,41 @@
+#include "dlock/reserved_connection.hpp"
+
+#include <algorithm>
+
+#include "dlock/errors.hpp"
+
+namespace dlock::detail {
+
+ReservedConnection::ReservedConnection(RedisConfig config) : config_(std::move(config)) {}
+
+std::vector<RedisReply> ReservedConnection::pipeline(const std::vector<RedisCommand>& commands,
+                                                     std::chrono::steady_clock::time_point deadline) {
+  const auto too_late = [&] {
+    return ConnectionError("redis " + config_.host + ":" + std::to_string(config_.port) +
+                           ": no answer before the renewal's deadline; the locks it renews count as lost by the "
+                           "local clock if none comes in time");
+  };
+  std::unique_lock guard(mutex_, deadline);
+  if (!guard) throw too_late();
+  const auto left = std::chrono::ceil<Millis>(deadline - std::chrono::steady_clock::now());
+  if (left <= Millis(0)) throw too_late();
+  try {
+    if (!connection_ || connection_->broken()) {
+      connection_.reset();
+      RedisConfig bounded = config_;
+      bounded.connect_timeout = std::min(config_.connect_timeout, left);
+      bounded.command_timeout = std::min(config_.command_timeout, left);
+      connection_ = std::make_unique<RedisConnection>(bounded);
+    }
+    connection_->set_command_timeout(
+        std::min(config_.command_timeout,
+                 std::max(Millis(1), std::chrono::ceil<Millis>(deadline - std::chrono::steady_clock::now()))));
+    return connection_->pipeline(commands);
+  } catch (...) {
+    // A connection that failed or timed out mid-pipeline is one reply behind: never reuse it.
+    connection_.reset();
+    throw;
+  }
+}
+
+}  // namespace dlock::detail
