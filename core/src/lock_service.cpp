@@ -516,6 +516,8 @@ int ServiceCore::hold_count(std::string_view key) const {
 }
 
 void ServiceCore::set_on_lost(std::function<void(const std::string&)> hook) {
+  // Its thread starts now, not at the first loss, when every millisecond counts.
+  if (hook) notifier_.start();
   std::lock_guard guard(mutex_);
   on_lost_ = std::move(hook);
 }

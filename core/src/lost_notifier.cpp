@@ -22,6 +22,11 @@ LostNotifier::~LostNotifier() {
   }
 }
 
+void LostNotifier::start() {
+  std::lock_guard guard(state_->mutex);
+  if (!state_->stopping && !thread_.joinable()) thread_ = std::thread(&LostNotifier::run, state_);
+}
+
 void LostNotifier::post(Hook hook, std::string key) {
   {
     std::lock_guard guard(state_->mutex);

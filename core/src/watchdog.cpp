@@ -16,6 +16,16 @@ namespace {
 
 // Renewals due within this much of each other share one pipeline.
 constexpr Millis kBatchWindow{20};
+// The watchdog gives its verdict this long before a lock's validity ends (a
+// renewal that has not succeeded by then cannot save it), so that the stop
+// token and the hook, which need this thread and the hook's to be scheduled,
+// still come before Redis can expire the lock on a loaded machine.
+constexpr Millis kVerdictLead{25};
+// A renewal's I/O gives up this long before the first verdict it could
+// delay: socket timeouts fire late by a timer tick or more.
+constexpr Millis kIoMargin{10};
+
+Clock::time_point verdict_time(const HeldLock& lock) { return lock.valid_until_time() - kVerdictLead; }
 
 Millis renewal_period(const HeldLock& lock) { return Millis(lock.lease_ms.load()) / 3; }
 
@@ -68,12 +78,11 @@ struct Watchdog::State {
     return true;
   }
 
-  // The earliest moment after `now` at which a watched lock counts as lost by
-  // the local clock (those past it already are being declared lost).
+  // The earliest verdict after `now` (those past it already are being given).
   Clock::time_point first_validity_end_locked(Clock::time_point now) const {
     Clock::time_point first = Clock::time_point::max();
     for (const auto& entry : watched) {
-      const Clock::time_point end = entry.second.first->valid_until_time();
+      const Clock::time_point end = verdict_time(*entry.second.first);
       if (end > now) first = std::min(first, end);
     }
     return first;
@@ -99,7 +108,7 @@ struct Watchdog::State {
       std::lock_guard guard(mutex);
       for (const auto& lock : batch) {
         auto it = watched.find(lock.get());
-        if (it != watched.end()) plan_locked(lock, std::min(lock->valid_until_time(), Clock::now() + retry_delay(*lock)));
+        if (it != watched.end()) plan_locked(lock, std::min(verdict_time(*lock), Clock::now() + retry_delay(*lock)));
       }
       return;
     }
@@ -146,7 +155,7 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::watch(const std::shared_ptr<HeldLock>& lock, Clock::time_point granted) {
-  const Clock::time_point due = lock->renewed.load() ? granted + renewal_period(*lock) : lock->valid_until_time();
+  const Clock::time_point due = lock->renewed.load() ? granted + renewal_period(*lock) : verdict_time(*lock);
   bool earliest = false;
   {
     std::lock_guard guard(state_->mutex);
@@ -198,7 +207,7 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
     state->sleeping_until = Clock::time_point::min();  // working: it re-reads the schedule before sleeping
     // Take every task due now or within the batch window.
     const Clock::time_point now = Clock::now();
-    const Clock::time_point io_deadline = state->first_validity_end_locked(now);
+    const Clock::time_point io_deadline = state->first_validity_end_locked(now) - kIoMargin;
     std::vector<std::shared_ptr<HeldLock>> due;
     while (!state->schedule.empty() && state->schedule.begin()->first <= now + kBatchWindow) {
       const HeldLock* lock = state->schedule.begin()->second;
@@ -212,7 +221,7 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
     for (const auto& lock : due) {
       if (lock->lost_flag.load()) {
         lost.emplace_back(lock, "");  // already reported by whoever set the flag
-      } else if (now >= lock->valid_until_time()) {
+      } else if (now >= verdict_time(*lock)) {
         lost.emplace_back(lock, lock->renewed.load() ? "no renewal succeeded before its lease ran out by the local clock"
                                                      : "its fixed lease ran out while it was still held");
       } else if (lock->renewed.load()) {
@@ -231,8 +240,8 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
       auto it = state->watched.find(lock.get());
       if (it == state->watched.end() || it->second.second != kInRound) continue;  // gone, or re-planned already
       const Clock::time_point next = lock->renewed.load()
-                                         ? std::min(lock->valid_until_time(), Clock::now() + renewal_period(*lock))
-                                         : lock->valid_until_time();
+                                         ? std::min(verdict_time(*lock), Clock::now() + renewal_period(*lock))
+                                         : verdict_time(*lock);
       state->plan_locked(lock, next);
     }
     if (to_report.empty()) continue;

@@ -2,8 +2,8 @@
 // Runs on_lost hooks on a thread of their own, one at a time, in the order
 // the losses were found. The watchdog marks a lock lost (flag, stop token,
 // log) at once on its own thread and posts the hook here, so a slow hook
-// delays neither renewals nor other locks' loss. The thread starts on the
-// first loss; it keeps only the hooks and keys posted, never the service, so
+// delays neither renewals nor other locks' loss. The thread starts when a
+// hook is set (or on the first loss); it keeps only the hooks and keys posted, never the service, so
 // a hook may drop the last reference to the service that posted it.
 
 #include <condition_variable>
@@ -29,6 +29,9 @@ class LostNotifier {
   ~LostNotifier();
   LostNotifier(const LostNotifier&) = delete;
   LostNotifier& operator=(const LostNotifier&) = delete;
+
+  // Starts the thread (else the first post does).
+  void start();
 
   void post(Hook hook, std::string key);
 

@@ -1,0 +1,168 @@
+// Every first acquisition has an identity of its own in Redis, while re-entry
+// stays per thread: a retried call is told apart from a new one, a detached
+// lock from the same thread's next acquisition, a renewal in flight from a
+// later acquisition. Timeouts are produced with DEBUG SLEEP (the server runs
+// the queued command when it wakes) or a proxy that swallows a command.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "dlock/scripts.hpp"
+#include "fault_tools.hpp"
+#include "services.hpp"
+#include "tcp_proxy.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Puts Redis to sleep for `seconds` on a thread of its own; join() when done.
+std::thread sleep_redis(const dlock::test::RedisServer& redis, const std::string& seconds) {
+  std::thread sleeper([&redis, seconds] {
+    dlock::test::run_back_to_back(redis, {{"DEBUG", "SLEEP", seconds}}, 10000ms);
+  });
+  std::this_thread::sleep_for(150ms);  // the server is asleep from here on
+  return sleeper;
+}
+
+auto short_command_timeout(dlock::Config& c) { c.redis.command_timeout = 300ms; }
+
+}  // namespace
+
+TEST_CASE("a re-entrant lock whose try timed out counts its hold once, and the outer release frees the lock",
+          "[identity][ambiguous]") {
+  dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
+  auto service = dlock::test::make_service(redis, short_command_timeout);
+  auto outer = service->lock("re");
+
+  std::thread sleeper = sleep_redis(redis, "1.0");
+  auto inner = service->lock("re", {.wait = 5s});  // its first try times out, runs late, and is tried again
+  sleeper.join();
+  REQUIRE(inner);
+  CHECK(service->hold_count("re") == 2);
+  CHECK(redis.run({"HVALS", "dlock:{re}"}) == "2");
+  inner.unlock();
+  CHECK(redis.run({"HVALS", "dlock:{re}"}) == "1");
+  outer.unlock();
+  // Freed by its outermost release, at once, not a lease later.
+  CHECK(redis.run({"EXISTS", "dlock:{re}"}) == "0");
+  CHECK(service->hold_count("re") == 0);
+}
+
+TEST_CASE("a first acquire whose try timed out is adopted by its own retry, counted once", "[identity][ambiguous]") {
+  dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
+  auto service = dlock::test::make_service(redis, short_command_timeout);
+
+  std::thread sleeper = sleep_redis(redis, "1.0");
+  auto guard = service->lock("first", {.wait = 5s});
+  sleeper.join();
+  REQUIRE(guard);
+  CHECK(redis.run({"HLEN", "dlock:{first}"}) == "1");
+  CHECK(redis.run({"HVALS", "dlock:{first}"}) == "1");
+  // The token the late try drew, handed out once.
+  CHECK(redis.run({"GET", "dlock:{first}:fence"}) == std::to_string(guard.fencing_token()));
+  guard.unlock();
+  CHECK(redis.run({"EXISTS", "dlock:{first}"}) == "0");
+}
+
+TEST_CASE("a detached lock is held against its own thread until its lease ends, and is never freed by it",
+          "[identity][detach]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto job = service->lock("job", {.lease = 1500ms});
+  const std::uint64_t job_token = job.fencing_token();
+  job.detach();
+
+  const auto detached_at = std::chrono::steady_clock::now();
+  CHECK_FALSE(service->try_lock("job"));
+  CHECK_FALSE(service->try_lock("job", {.wait = 300ms}));
+  CHECK_THROWS_AS(service->lock("job", {.wait = 200ms}), dlock::LockTimeoutError);
+  CHECK(redis.run({"EXISTS", "dlock:{job}"}) == "1");  // the detached hold is still there, untouched
+
+  // Once its lease ends the same thread gets it, with a new, greater token.
+  auto again = service->lock("job", {.wait = 5s});
+  REQUIRE(again);
+  CHECK(dlock::test::elapsed_ms(detached_at) >= 1000);
+  CHECK(again.fencing_token() > job_token);
+}
+
+TEST_CASE("a detached inner hold keeps the lock after the outer release, until its lease ends", "[identity][detach]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto other = dlock::test::make_service(redis);
+  auto outer = service->lock("nest", {.lease = 1200ms});
+  service->lock("nest", {.lease = 1200ms}).detach();
+  outer.unlock();
+  CHECK(redis.run({"EXISTS", "dlock:{nest}"}) == "1");
+  CHECK_FALSE(other->try_lock("nest"));
+  CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{nest}"}) == "0"; }, 3000ms));
+}
+
+TEST_CASE("after a release that never reached Redis, the same thread's next lock waits and draws a new token",
+          "[identity][ambiguous]") {
+  dlock::test::RedisServer redis;
+  dlock::test::TcpProxy proxy(redis.port());
+  auto service = dlock::test::make_service(redis, [&](dlock::Config& c) {
+    c.redis.port = proxy.port();
+    c.redis.command_timeout = 300ms;
+  });
+  auto guard = service->lock("swallowed", {.lease = 1500ms});
+  const std::uint64_t first = guard.fencing_token();
+  proxy.blackhole_existing();  // the release is swallowed on its way
+  CHECK_THROWS_AS(guard.unlock(), dlock::ConnectionError);
+  CHECK(redis.run({"EXISTS", "dlock:{swallowed}"}) == "1");
+
+  // Not adopted as if it were this call's: it waits for the old hold's lease like anyone.
+  auto again = service->lock("swallowed", {.wait = 5s});
+  REQUIRE(again);
+  CHECK(again.fencing_token() > first);
+}
+
+TEST_CASE("a lock() that failed after its try reached Redis leaves no hold in the way of the thread's next lock()",
+          "[identity][ambiguous]") {
+  dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.redis.command_timeout = 300ms;
+    c.lock.watchdog_timeout = 20000ms;
+  });
+  std::thread sleeper = sleep_redis(redis, "1.0");
+  CHECK_THROWS_AS(service->lock("orphan"), dlock::ConnectionError);
+  sleeper.join();
+  REQUIRE(redis.run({"EXISTS", "dlock:{orphan}"}) == "1");  // the failed try ran after all
+  const std::string left = redis.run({"HKEYS", "dlock:{orphan}"});
+
+  // That grant was never handed to anyone: the thread's next lock() takes it over at once.
+  auto guard = service->lock("orphan");
+  REQUIRE(guard);
+  CHECK(redis.run({"HKEYS", "dlock:{orphan}"}) == left);
+  CHECK(redis.run({"HVALS", "dlock:{orphan}"}) == "1");
+  guard.unlock();
+  CHECK(redis.run({"EXISTS", "dlock:{orphan}"}) == "0");
+}
+
+TEST_CASE("a renewal sent for an earlier acquisition never extends the thread's later one", "[identity][watchdog]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto first = service->lock("renew");
+  const std::string first_id = redis.run({"HKEYS", "dlock:{renew}"});
+  first.unlock();
+  auto later = service->lock("renew", {.lease = 800ms});
+  CHECK(redis.run({"HKEYS", "dlock:{renew}"}) != first_id);
+  // The watchdog's renewal of the first acquisition, arriving late.
+  const std::string renew = dlock::detail::kRenewScript.source;
+  CHECK(redis.run({"EVAL", renew, "1", "dlock:{renew}", first_id, "30000"}) == "0");
+  CHECK(std::stoll(redis.run({"PTTL", "dlock:{renew}"})) <= 800);
+}
+
+TEST_CASE("every grant that is not a re-entry draws a new, greater fencing token", "[identity][fencing]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  std::uint64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto guard = service->lock("seq");
+    auto inner = service->lock("seq");
+    CHECK(inner.fencing_token() == guard.fencing_token());
+    CHECK(guard.fencing_token() > last);
+    last = guard.fencing_token();
+  }
+}
