@@ -13,6 +13,7 @@
 #include "dlock/subscriber.hpp"
 #include "redis_server.hpp"
 #include "services.hpp"
+#include "tcp_proxy.hpp"
 
 using namespace std::chrono_literals;
 using dlock::Subscription;
@@ -181,4 +182,31 @@ TEST_CASE("the executor delivers messages through its subscriber") {
   executor.command({"PUBLISH", "dlock:{k}:released", "1"});
   CHECK(eventually([&] { return calls == 1; }));
   CHECK(executor.endpoint() == "127.0.0.1:" + std::to_string(redis.port()));
+}
+
+TEST_CASE("a subscriber connection that silently stops answering is found out and replaced") {
+  RedisServer redis;
+  dlock::test::TcpProxy proxy(redis.port());
+  dlock::RedisConfig config = redis.config().redis;
+  config.port = proxy.port();
+  config.command_timeout = 500ms;
+  Subscriber subscriber(config);
+  std::atomic<int> messages{0}, notices{0};
+  auto subscription = subscriber.subscribe("half-open", [&](const std::string& message) {
+    if (message.empty()) {
+      ++notices;  // the reconnect notice: messages may have been missed
+    } else {
+      ++messages;
+    }
+  });
+  REQUIRE(subscribers_of(redis, "half-open") == 1);
+  // The link goes dead without a FIN or RST: Redis still counts the old subscriber, nothing arrives.
+  proxy.blackhole_existing();
+  // Within a PING interval plus the command timeout the subscriber notices, reconnects and resubscribes.
+  CHECK(eventually([&] { return notices.load() >= 1; }, 5000ms));
+  CHECK(proxy.accepted() >= 2);
+  CHECK(eventually([&] {
+    redis.run({"PUBLISH", "half-open", "hello"});
+    return messages.load() >= 1;
+  }, 3000ms));
 }

@@ -1,0 +1,150 @@
+// The line of waiters holds however the lock becomes free: a fixed lease that
+// ends, a holder that crashed, a release. Waiters are served in arrival order,
+// a live waiter never loses its place, a dead one costs at most one window.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "fault_tools.hpp"
+#include "services.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Milliseconds by the server's clock, as the scripts read it.
+long long server_ms(const dlock::test::RedisServer& redis) {
+  const std::string time = redis.run({"TIME"});
+  return std::stoll(time.substr(0, time.find(' '))) * 1000 + std::stoll(time.substr(time.find(' ') + 1)) / 1000;
+}
+
+// Eight waiters arrive in a known order, each in line before the next comes;
+// each takes the lock with a short fixed lease and never releases it. Returns
+// the order in which they got it.
+std::vector<int> expiry_order(const dlock::test::RedisServer& redis,
+                              const std::vector<std::shared_ptr<dlock::RedisLockService>>& services,
+                              const std::string& key) {
+  services.front()->lock(key, {.lease = 400ms}).detach();  // the first holder, never released either
+  std::mutex mutex;
+  std::vector<int> order;
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 8; ++i) {
+    auto service = services[static_cast<std::size_t>(i) % services.size()];
+    waiters.emplace_back([&, service, i] {
+      auto got = service->lock(key, {.wait = 20s, .lease = 300ms});
+      {
+        std::lock_guard lock(mutex);
+        order.push_back(i);
+      }
+      got.detach();
+    });
+    REQUIRE(dlock::test::eventually(
+        [&] { return redis.run({"ZCARD", "dlock:{" + key + "}:queue"}) == std::to_string(i + 1); }, 5000ms));
+  }
+  for (auto& waiter : waiters) waiter.join();
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("threads whose fixed leases run out one after another get the lock in arrival order", "[line][expiry]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  for (int run = 0; run < 3; ++run) {
+    CHECK(expiry_order(redis, {service}, "threads" + std::to_string(run)) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  }
+}
+
+TEST_CASE("service instances whose fixed leases run out one after another get the lock in arrival order",
+          "[line][expiry]") {
+  dlock::test::RedisServer redis;
+  std::vector<std::shared_ptr<dlock::RedisLockService>> services;
+  for (int i = 0; i < 8; ++i) services.push_back(dlock::test::make_service(redis));
+  for (int run = 0; run < 3; ++run) {
+    CHECK(expiry_order(redis, services, "instances" + std::to_string(run)) ==
+          std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  }
+}
+
+TEST_CASE("a SIGKILLed holder's lock goes to waiters of several processes in arrival order", "[line][crash]") {
+  dlock::test::RedisServer redis;
+  const std::string port = std::to_string(redis.port());
+  dlock::test::Child holder({LINE_MEMBER_BIN, "--port", port, "--key", "crash", "--name", "holder", "--hold"});
+  REQUIRE(dlock::test::eventually([&] { return redis.run({"LRANGE", "order:crash", "0", "-1"}) == "holder"; }));
+  std::vector<dlock::test::Child> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.emplace_back(std::vector<std::string>{LINE_MEMBER_BIN, "--port", port, "--key", "crash", "--name",
+                                                  "w" + std::to_string(i), "--wait-ms", "20000", "--lease-ms", "300"});
+    REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{crash}:queue"}) == std::to_string(i + 1); }));
+  }
+  holder.signal(SIGKILL);
+  for (auto& waiter : waiters) {
+    const auto status = waiter.wait_for(20s);
+    REQUIRE(status);
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) == 0);
+  }
+  CHECK(redis.run({"LRANGE", "order:crash", "0", "-1"}) == "holder w0 w1 w2 w3");
+}
+
+TEST_CASE("a live waiter whose turn lapsed keeps its place at the head of the line", "[line]") {
+  dlock::test::RedisServer redis;
+  auto other = dlock::test::make_service(redis);
+  // A free lock; at the head a waiter last heard from now (alive for 5 s) that missed its turn's notice.
+  const std::string alive_until = std::to_string(server_ms(redis) + 5000);
+  redis.run({"ZADD", "dlock:{k}:queue", "1", "late:1"});
+  redis.run({"ZADD", "dlock:{k}:alive", alive_until, "late:1"});
+  // Nobody else takes it: neither a try once, nor a waiter who came later...
+  CHECK_FALSE(other->try_lock("k"));
+  CHECK_FALSE(other->try_lock("k", {.wait = 300ms}));
+  // ...and the late one is told again that it is its turn.
+  CHECK(redis.run({"GET", "dlock:{k}:turn"}) == "late:1");
+  CHECK(redis.run({"ZRANGE", "dlock:{k}:queue", "0", "0"}) == "late:1");
+}
+
+TEST_CASE("a try without a wait does not barge past a live waiter when the lock's lease runs out", "[line][expiry]") {
+  dlock::test::RedisServer redis;
+  auto holder = dlock::test::make_service(redis);
+  auto waiting = dlock::test::make_service(redis);
+  auto other = dlock::test::make_service(redis);
+  holder->lock("k", {.lease = 500ms}).detach();
+  std::atomic<bool> waiter_holds{false}, spinning{true};
+  auto waiter = std::async(std::launch::async, [&] {
+    auto got = waiting->lock("k", {.wait = 5s});
+    waiter_holds = static_cast<bool>(got);
+    while (spinning) std::this_thread::sleep_for(1ms);
+    return static_cast<bool>(got);
+  });
+  REQUIRE(dlock::test::await_line(redis, "k", 1, 0ms));
+  // Spin on try_lock across the expiry, until the waiter holds it: the line's head must get it, never the spinner.
+  int barged = 0;
+  const auto until = std::chrono::steady_clock::now() + 3000ms;
+  while (!waiter_holds && std::chrono::steady_clock::now() < until) {
+    if (auto got = other->try_lock("k")) {
+      ++barged;
+      break;
+    }
+  }
+  spinning = false;
+  CHECK(waiter.get());
+  CHECK(barged == 0);
+}
+
+TEST_CASE("a waiter whose subscription Redis never confirms still returns within its wait", "[line][acl]") {
+  dlock::test::RedisServer redis;
+  auto holder = dlock::test::make_service(redis);
+  auto guard = holder->lock("k");
+  // A user without channel rights: its SUBSCRIBE is refused, never confirmed.
+  redis.run({"ACL", "SETUSER", "nochannels", "on", ">secret", "resetkeys", "~dlock:*", "resetchannels", "+@all"});
+  auto waiter = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.redis.username = "nochannels";
+    c.redis.password = "secret";
+    c.redis.command_timeout = 4000ms;  // the old bound of a first waiter
+  });
+  const auto started = std::chrono::steady_clock::now();
+  CHECK_FALSE(waiter->try_lock("k", {.wait = 300ms}));
+  // The wait, plus a round trip or two; far from the command timeout.
+  CHECK(dlock::test::elapsed_ms(started) < 1500);
+}
