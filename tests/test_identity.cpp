@@ -166,3 +166,36 @@ TEST_CASE("every grant that is not a re-entry draws a new, greater fencing token
     last = guard.fencing_token();
   }
 }
+
+TEST_CASE("a child process refuses to use a service made before fork(), and never takes the parent's lock",
+          "[identity][fork]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto guard = service->lock("parent");
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // In the child: every call must throw dlock::Error before touching a socket or a lock.
+    int code = 0;
+    try {
+      auto stolen = service->try_lock("parent");
+      code = stolen ? 2 : 3;
+    } catch (const dlock::Error&) {
+    }
+    try {
+      service->lock("other");
+      code = code ? code : 4;
+    } catch (const dlock::Error&) {
+    }
+    ::_exit(code);
+  }
+  REQUIRE(child > 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // The parent's lock and connections are untouched.
+  CHECK(guard);
+  CHECK(redis.run({"HVALS", "dlock:{parent}"}) == "1");
+  guard.unlock();
+  CHECK(service->try_lock("other"));
+}

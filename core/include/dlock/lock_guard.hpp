@@ -37,9 +37,11 @@ class LockGuard {
   const std::string& key() const;
 
   // The value drawn from the lock's fencing counter when this acquisition
-  // first took the lock; the same for every re-entrant hold of it. Strictly
-  // greater than any earlier holder's: pass it to the resource you protect
-  // so it can refuse writes from a holder that was paused past its lease.
+  // first took the lock; the same for every re-entrant hold of it. Greater
+  // than any earlier grant's through the same Redis, under the conditions in
+  // lock_service.hpp (the server's clock never goes back; no failover to a
+  // replica that missed the latest grants): pass it to the resource you
+  // protect so it can refuse writes from a holder paused past its lease.
   // 0 for an empty guard.
   std::uint64_t fencing_token() const;
 

@@ -9,12 +9,25 @@
 //
 // What it does not promise. A Redis that restarts without persistence, or
 // fails over to a replica that had not yet seen the lock (replication is
-// asynchronous), forgets locks: another owner may then take a key while its
-// old holder still runs. A holder paused (GC, swap, SIGSTOP) past its lease
-// may not learn in time that its lock expired. Both are why every guard has a
-// fencing token: a resource that refuses tokens lower than the last it saw
-// is safe even then. dlock also marks a holder lost by its local clock, with
-// a drift margin, before the lease can have run out in Redis.
+// asynchronous), or evicts it (any maxmemory-policy but noeviction), forgets
+// locks: another owner may then take a key while its old holder still runs.
+// A holder paused (GC, swap, SIGSTOP) past its lease may not learn in time
+// that its lock expired. Both are why every guard has a fencing token: a
+// resource that refuses tokens lower than the last it saw is safe even then.
+// dlock also marks a holder lost by its local clock, with a drift margin,
+// before the lease can have run out in Redis.
+//
+// Fencing tokens. Every grant that is not a re-entry draws a new token from
+// the lock's counter in Redis; re-entrant holds share their acquisition's.
+// A counter is seeded from the Redis server's clock in microseconds when it
+// is new or has expired (lock.fence_retention_ms after its seeding), so on
+// one Redis tokens strictly increase, across restarts too, as long as (a) the
+// server's clock never goes back (no step backwards, no restart on a host
+// whose clock is behind) and (b) a key is granted less than once per µs on
+// average. They can repeat or go back when a failover promotes a replica that
+// had not received the latest INCRs (asynchronous replication), when a
+// restarted Redis loads an older snapshot while its clock was set back, or
+// when a clock steps backwards.
 //
 // Ownership: re-entry is decided per thread (a thread-local owner token);
 // a hold, once granted, belongs to its guard, which may release it from any
@@ -22,14 +35,22 @@
 //
 // What it leaves in Redis, for a key K and prefix P (lock.key_prefix):
 //   P{K}          hash: owner token → hold count, with the lease as its PTTL
-//   P{K}:fence    the fencing counter, INCRed on each first acquisition; kept
-//   P{K}:released channel: a message on each final release, naming the next owner
-//   P{K}:queue    sorted set: waiting owner tokens by arrival, while anyone waits
-//   P{K}:turn     for a short window after a final release, the waiter whose turn it is
+//   P{K}:fence    the fencing counter, INCRed on each first acquisition; expires
+//                 lock.fence_retention_ms after its seeding (default 7 days)
+//   P{K}:released channel: a message when a lock becomes free with someone in
+//                 line, naming the waiter whose turn it is
+//   P{K}:queue    sorted set: waiting acquisitions by arrival, while anyone waits
+//   P{K}:alive    sorted set: until when each waiter is presumed alive
+//   P{K}:turn     for a third of a turn window, the waiter last told it is its turn
+// The hash's fields are acquisition ids, "<instance>:<thread>:<n>": every
+// first acquisition has its own, so a retried call, a detached lock and a
+// late renewal are each told apart from a new acquisition by the same thread.
 //
 // Fairness: waiters are served in arrival order across threads, processes
-// and hosts; a zero wait (try once) never queues and fails during another
-// waiter's turn.
+// and hosts, however the lock became free (released, lease ran out, holder
+// crashed). A zero wait (try once) never queues, and never takes a free lock
+// while a live waiter is in line. A waiter that died costs the others at most
+// one turn window (lock.turn_window_ms).
 
 #include <functional>
 #include <memory>
@@ -90,8 +111,11 @@ class RedisLockService {
   // This thread's re-entry depth on `key`: 0 when not held. Local.
   int hold_count(std::string_view key) const;
 
-  // Called (on the watchdog's thread, with the user key) when a held lock is
-  // lost. Keep it short; it must not block on a lock of this service.
+  // Called with the user key when a held lock is lost, on a thread of its own
+  // (started when a hook is set): hooks run one at a time in the order the
+  // losses were found; a slow hook delays later hooks, never renewals nor
+  // other locks' lost() and stop tokens. The hook may drop guards and the
+  // service itself.
   void on_lost(std::function<void(const std::string& key)> hook);
 
   // Number of locks the watchdog currently watches (one per key and owner).
