@@ -199,3 +199,59 @@ TEST_CASE("a child process refuses to use a service made before fork(), and neve
   guard.unlock();
   CHECK(service->try_lock("other"));
 }
+
+TEST_CASE("a grant adopted after its fencing counter expired gets a new, greater token", "[identity][fencing][orphan]") {
+  // The counter's expiry is set when it is seeded (INCR keeps it), so it can
+  // expire while a grant nobody was handed sits in Redis: adoption draws anew.
+  dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.redis.command_timeout = 300ms;
+    c.lock.watchdog_timeout = 8000ms;
+    c.lock.fence_retention = 1500ms;
+  });
+  std::uint64_t first = 0;
+  {
+    auto g = service->lock("fence-orphan");
+    REQUIRE(g);
+    first = g.fencing_token();
+  }
+  std::thread sleeper = sleep_redis(redis, "0.8");
+  CHECK_THROWS_AS(service->lock("fence-orphan"), dlock::ConnectionError);
+  sleeper.join();
+  REQUIRE(redis.run({"EXISTS", "dlock:{fence-orphan}"}) == "1");  // the timed-out acquire ran: an orphan grant
+  // The counter, seeded by the first acquisition, expires (INCR did not extend it).
+  REQUIRE(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{fence-orphan}:fence"}) == "0"; }, 3000ms));
+
+  auto adopted = service->lock("fence-orphan");
+  REQUIRE(adopted);
+  INFO("first token " << first << ", adopted token " << adopted.fencing_token());
+  CHECK(adopted.fencing_token() > first);
+}
+
+TEST_CASE("an adopted grant takes exactly the adopter's lease, however long the lost try's was", "[identity][orphan][lease]") {
+  // The adopter's local validity is its 300 ms fixed lease: Redis must not keep
+  // the lock for the lost try's 10 s watchdog lease after that.
+  dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.redis.command_timeout = 300ms;
+    c.lock.watchdog_timeout = 10000ms;
+  });
+  std::thread sleeper = sleep_redis(redis, "0.8");
+  CHECK_THROWS_AS(service->lock("lease-orphan"), dlock::ConnectionError);
+  sleeper.join();
+  REQUIRE(redis.run({"EXISTS", "dlock:{lease-orphan}"}) == "1");
+
+  auto guard = service->lock("lease-orphan", {.lease = 300ms});
+  REQUIRE(guard);
+  INFO("PTTL after adopting with a 300 ms fixed lease: " << redis.run({"PTTL", "dlock:{lease-orphan}"}));
+  // The holder's fixed lease ran out; it releases.
+  std::this_thread::sleep_for(500ms);
+  try {
+    guard.unlock();
+  } catch (const dlock::LockLostError&) {
+  }
+  // A fixed lease of 300 ms: anyone may have the lock by now.
+  auto other = dlock::test::make_service(redis);
+  auto taken = other->try_lock("lease-orphan", {.wait = 1500ms});
+  CHECK(taken);
+}

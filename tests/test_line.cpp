@@ -9,6 +9,7 @@
 
 #include "fault_tools.hpp"
 #include "services.hpp"
+#include "admin_connection.hpp"
 
 using namespace std::chrono_literals;
 
@@ -147,4 +148,45 @@ TEST_CASE("a waiter whose subscription Redis never confirms still returns within
   CHECK_FALSE(waiter->try_lock("k", {.wait = 300ms}));
   // The wait, plus a round trip or two; far from the command timeout.
   CHECK(dlock::test::elapsed_ms(started) < 1500);
+}
+
+TEST_CASE("a waiter whose subscription cannot be made keeps trying every third of a window", "[line][subscriber]") {
+  // The subscriber cannot connect (maxclients reached; commands on the already
+  // open pooled connection still work): the waiter must not wait for it.
+  dlock::test::RedisServer redis;
+  dlock::test::AdminConnection admin(redis);
+  auto holder = dlock::test::make_service(redis);
+  auto waiter = dlock::test::make_service(redis);
+  {
+    auto warm = waiter->lock("warm-up", {.lease = 1000ms});  // the waiter's pooled connection is open
+  }
+  auto held = holder->lock("unconfirmed", {.lease = 600ms});  // runs out by itself: nobody publishes
+  REQUIRE(held);
+  REQUIRE(admin.run({"CONFIG", "SET", "maxclients", std::to_string(dlock::test::connected_clients(admin))}) == "OK");
+
+  const auto called = std::chrono::steady_clock::now();
+  auto got = waiter->try_lock("unconfirmed", {.wait = 5000ms, .lease = 2000ms});
+  const long long took = dlock::test::elapsed_ms(called);
+  admin.run({"CONFIG", "SET", "maxclients", "10000"});
+  CHECK(got);
+  // The lock was free after ~600 ms; a waiter re-tries at least every turn_window/3 (333 ms).
+  CHECK(took < 2000);
+}
+
+TEST_CASE("waiters keep their places when the server, not they, stood still for longer than a window",
+          "[line][fault]") {
+  // As a freeze, a long script or a restart leaves the line: every deadline passed while nobody
+  // could be heard, and the line was last heard from 1.5 windows ago.
+  dlock::test::RedisServer redis;
+  auto holder = dlock::test::make_service(redis);
+  auto guard = holder->lock("k");
+  const long long now = server_ms(redis);
+  redis.run({"ZADD", "dlock:{k}:queue", "1", "first:1", "2", "second:1"});
+  redis.run({"ZADD", "dlock:{k}:alive", std::to_string(now - 500), "first:1", std::to_string(now - 500), "second:1",
+             std::to_string(now - 1500), ""});
+  guard.unlock();
+  // The release gives every waiter one more window and hands the turn to the first.
+  CHECK(redis.run({"GET", "dlock:{k}:turn"}) == "first:1");
+  CHECK(redis.run({"ZRANGE", "dlock:{k}:queue", "0", "-1"}) == "first:1 second:1");
+  CHECK(std::stoll(redis.run({"ZSCORE", "dlock:{k}:alive", "second:1"})) > now);
 }

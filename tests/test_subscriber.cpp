@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "dlock/subscriber.hpp"
 #include "redis_server.hpp"
 #include "services.hpp"
+#include "admin_connection.hpp"
 #include "tcp_proxy.hpp"
 
 using namespace std::chrono_literals;
@@ -209,4 +211,27 @@ TEST_CASE("a subscriber connection that silently stops answering is found out an
     redis.run({"PUBLISH", "half-open", "hello"});
     return messages.load() >= 1;
   }, 3000ms));
+}
+
+TEST_CASE("a server that refuses the subscriber with an error is retried with back-off, not in a loop", "[subscriber]") {
+  // An error reply (here: max number of clients) proves nothing about the connection.
+  dlock::test::RedisServer redis;
+  dlock::test::AdminConnection admin(redis);
+  auto holder = dlock::test::make_service(redis);
+  auto waiter = dlock::test::make_service(redis);
+  {
+    auto warm = waiter->lock("warm-up", {.lease = 1000ms});
+  }
+  auto held = holder->lock("busy", {.lease = 5000ms});
+  REQUIRE(admin.run({"CONFIG", "SET", "maxclients", std::to_string(dlock::test::connected_clients(admin))}) == "OK");
+  auto attempt = std::async(std::launch::async, [&] { return static_cast<bool>(waiter->try_lock("busy", {.wait = 1500ms, .lease = 2000ms})); });
+  std::this_thread::sleep_for(300ms);
+  const long long before = dlock::test::info_field(admin, "stats", "rejected_connections");
+  std::this_thread::sleep_for(1000ms);
+  const long long rejected = dlock::test::info_field(admin, "stats", "rejected_connections") - before;
+  admin.run({"CONFIG", "SET", "maxclients", "10000"});
+  attempt.get();
+  INFO("connections the subscriber opened (and Redis rejected) in one second: " << rejected);
+  // The back-off starts at 50 ms and doubles: a handful per second at most.
+  CHECK(rejected <= 25);
 }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "services.hpp"
+#include "fault_tools.hpp"
 
 using namespace std::chrono_literals;
 
@@ -125,4 +126,43 @@ TEST_CASE("a hook that drops the guards and the last reference to the service, w
   redis.run({"DEL", "dlock:{a}", "dlock:{b}"});  // the next round finds both gone
   CHECK(dlock::test::eventually([&] { return calls.load() == 2; }, 5000ms));
   CHECK(watch.expired());
+}
+
+TEST_CASE("fixed leases running out do not cut other locks' renewals short on a slow Redis", "[watchdog]") {
+  // Fixed-lease locks held past their leases get their verdicts every few ms,
+  // while a 3 s watchdog lock is renewed through a Redis answering within 300 ms.
+  dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.lock.watchdog_timeout = 3000ms;
+    c.logging.level = "off";  // the fixed-lease locks are reported lost when they run out
+  });
+  std::atomic<bool> lost_hook{false};
+  service->on_lost([&](const std::string& key) {
+    if (key == "long") lost_hook = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto watched = service->lock("long");
+  REQUIRE(watched);
+  // Fixed-lease locks ending every 2 ms from t0+900 ms to t0+3500 ms.
+  std::vector<dlock::LockGuard> fixed;
+  for (int i = 0; i < 1300; ++i) {
+    const auto end = t0 + 900ms + std::chrono::milliseconds(2 * i);
+    const auto lease = std::chrono::ceil<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (lease <= 0ms) continue;
+    fixed.push_back(service->lock("short-" + std::to_string(i), {.lease = lease}));
+  }
+  // From t0+800 ms, Redis is slow (each command waits up to 300 ms) but never
+  // silent for anything near the 3 s lease.
+  std::this_thread::sleep_until(t0 + 800ms);
+  std::atomic<bool> stop{false};
+  std::thread slow([&] {
+    while (!stop) dlock::test::run_back_to_back(redis, {{"DEBUG", "SLEEP", "0.3"}}, 5000ms);
+  });
+  std::this_thread::sleep_until(t0 + 3600ms);
+  stop = true;
+  slow.join();
+  for (auto& g : fixed) g.detach();
+  CHECK_FALSE(watched.lost());
+  CHECK_FALSE(lost_hook.load());
+  CHECK(redis.run({"EXISTS", "dlock:{long}"}) == "1");
 }

@@ -312,7 +312,8 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     if (!ticket) {
       // Listen before the next try, so a release between the two cannot go unheard.
       stats_.contended.fetch_add(1, std::memory_order_relaxed);
-      waiters_.enter(names.channel(), id, lease.count(), ticket, deadline);
+      // Unconfirmed, a waiter falls back to its timed tries, which must not stop for long.
+      waiters_.enter(names.channel(), id, lease.count(), ticket, std::min(deadline, Clock::now() + refresh));
       continue;
     }
     // Never sleep past the holder's lease (a crashed holder publishes nothing)

@@ -44,16 +44,22 @@ local function now()
   return clock
 end
 -- Draws the next fencing token from `key`, before the caller's first write.
--- A counter that is new, or that expired after `retention` ms unused, is
--- seeded from the server's clock in µs, so tokens keep growing over a key's
--- whole life while the clock does not go back and a key is granted less than
--- once per µs on average. Returns nil, leaving `key` as it was, if it holds
+-- A counter that is new, or that expired (`retention` ms after its seeding:
+-- INCR keeps the expiry), is seeded from the server's clock in µs, so tokens
+-- keep growing over a key's whole life while the clock does not go back and
+-- a key is granted less than once per µs on average. Returns nil, leaving `key` as it was, if it holds
 -- no count: another type, text that is no number, a negative number, or one
 -- INCR refuses (leading zeros, 2^63-1). A token past 2^53 travels as text:
 -- Lua numbers are exact only to 2^53.
 local function draw_fence(key, retention)
   local n = redis.pcall('INCR', key)
-  if type(n) ~= 'number' then return nil end
+  if type(n) == 'table' then
+    -- Anything but a refusal of the value (a read-only replica, an ACL) is Redis' own answer.
+    local err = n.err or ''
+    if string.find(err, 'WRONGTYPE', 1, true) or string.find(err, 'not an integer', 1, true)
+      or string.find(err, 'overflow', 1, true) then return nil end
+    return nil, redis.error_reply(err)
+  end
   if n == 1 then
     local seed = now()[2]
     redis.call('SET', key, seed, 'PX', retention)
@@ -67,7 +73,18 @@ local function draw_fence(key, retention)
   return redis.call('GET', key)
 end
 -- The oldest waiter still presumed alive, and until when; drops the dead ahead of it.
-local function live_head(queue, alive)
+-- `alive` also holds, under the empty member, when a waiter was last heard
+-- from. If nobody was for a whole window, the server rather than its waiters
+-- stood still (a freeze, a long script, a restart), and their deadlines
+-- passed unseen: every waiter gets one more window instead of being dropped.
+local function live_head(queue, alive, window)
+  local heard = tonumber(redis.call('ZSCORE', alive, ''))
+  if heard and now()[1] - heard > window then
+    for _, member in ipairs(redis.call('ZRANGE', alive, 0, -1)) do
+      redis.call('ZADD', alive, now()[1] + window, member)
+    end
+    redis.call('ZADD', alive, now()[1], '')
+  end
   for _ = 1, 32 do
     local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if not first then return nil end
@@ -91,13 +108,14 @@ end
 local function stay_in_line(queue, alive, id, window)
   local t = now()
   if not redis.call('ZSCORE', queue, id) then redis.call('ZADD', queue, t[2], id) end
-  redis.call('ZADD', alive, t[1] + window, id)
+  redis.call('ZADD', alive, t[1] + window, id, t[1], '')
   redis.call('PEXPIRE', queue, 2 * window)
   redis.call('PEXPIRE', alive, 2 * window)
 end
 local function leave_line(queue, alive, id)
   redis.call('ZREM', queue, id)
   redis.call('ZREM', alive, id)
+  if redis.call('EXISTS', queue) == 0 then redis.call('DEL', alive) end
 end
 local function line_types_bad(lock, queue, alive, turn)
   return wrong_type(lock, 'hash') or wrong_type(queue, 'zset') or wrong_type(alive, 'zset') or wrong_type(turn, 'string')
@@ -116,8 +134,8 @@ local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS
 local id, lease, wait, window, retention = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 -- Free, and nobody in line: the common case, in as few calls as it takes.
 if redis.call('EXISTS', lock, queue) == 0 then
-  local token = draw_fence(fence, retention)
-  if not token then return not_a_counter(fence) end
+  local token, refused = draw_fence(fence, retention)
+  if not token then return refused or not_a_counter(fence) end
   redis.call('HSET', lock, id, 1)
   redis.call('PEXPIRE', lock, lease)
   return {1, token}
@@ -126,11 +144,16 @@ local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
 if redis.call('EXISTS', lock) == 1 then
   -- Granted to this very acquisition already, by a try whose reply was lost or
-  -- by a release that handed it over: adopt that grant, with its token.
+  -- by a release that handed it over: adopt that grant. Its token was never
+  -- handed to anyone, and may be gone with its counter: draw a new one. The
+  -- hold is this caller's alone, so its lease is exactly the caller's.
   if redis.call('HEXISTS', lock, id) == 1 then
-    if redis.call('PTTL', lock) < tonumber(lease) then redis.call('PEXPIRE', lock, lease) end
+    local token, refused = draw_fence(fence, retention)
+    if not token then return refused or not_a_counter(fence) end
+    redis.call('HSET', lock, id, 1)
+    redis.call('PEXPIRE', lock, lease)
     leave_line(queue, alive, id)
-    return {1, redis.call('GET', fence) or '0'}
+    return {1, token}
   end
   -- Held by another: wait in line, no longer than its lease.
   if wait > 0 then stay_in_line(queue, alive, id, window) end
@@ -138,15 +161,16 @@ if redis.call('EXISTS', lock) == 1 then
 end
 -- Free, with a line: it is the oldest live waiter's, however it became free
 -- (released, expired, its holder crashed). Anyone else tells that waiter so.
-local head, head_until = live_head(queue, alive)
+-- A waiter renews its own place first, so that it is never taken for dead.
+if wait > 0 then stay_in_line(queue, alive, id, window) end
+local head, head_until = live_head(queue, alive, window)
 if head and head ~= id then
-  if wait > 0 then stay_in_line(queue, alive, id, window) end
   hand_turn(turn, channel, head, window)
   return {0, head_until - now()[1] + 1}
 end
 -- Free, and this caller's turn (or everyone in line was dead): take it.
-local token = draw_fence(fence, retention)
-if not token then return not_a_counter(fence) end
+local token, refused = draw_fence(fence, retention)
+if not token then return refused or not_a_counter(fence) end
 redis.call('HSET', lock, id, 1)
 redis.call('PEXPIRE', lock, lease)
 if head then
@@ -175,7 +199,7 @@ if redis.call('EXISTS', queue) == 0 then
 end
 local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
-local head = live_head(queue, alive)
+local head = live_head(queue, alive, window)
 local candidate = ARGV[4] or ''
 if candidate ~= '' and redis.call('ZSCORE', queue, candidate) and (candidate == head or ARGV[6] == '1') then
   -- A fencing counter that holds no count leaves the plain hand-off below
@@ -207,7 +231,7 @@ leave_line(queue, alive, id)
 if redis.call('HEXISTS', lock, id) == 1 then redis.call('DEL', lock) end
 -- A free lock goes to the next live waiter at once, not at its next try.
 if redis.call('EXISTS', lock) == 0 then
-  local head = live_head(queue, alive)
+  local head = live_head(queue, alive, window)
   if head then hand_turn(turn, channel, head, window) end
 end
 return 1
@@ -234,7 +258,7 @@ local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
 local owners = redis.call('HGETALL', lock)
 if #owners == 0 then return owners end
-local head = live_head(queue, alive)
+local head = live_head(queue, alive, tonumber(ARGV[1]))
 if head then hand_turn(turn, channel, head, tonumber(ARGV[1])) end
 redis.call('DEL', lock)
 return owners

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -36,9 +37,6 @@ Millis retry_delay(const HeldLock& lock) {
 
 using LostList = std::vector<std::pair<std::shared_ptr<HeldLock>, std::string>>;
 
-// A due time that no round reaches: a task is parked there while a round works on it.
-constexpr Clock::time_point kInRound = Clock::time_point::max();
-
 }  // namespace
 
 // Shared by the service and the thread, so the thread can outlive a Watchdog
@@ -53,6 +51,9 @@ struct Watchdog::State {
   std::condition_variable wake;                                                               // with mutex
   std::map<const HeldLock*, std::pair<std::shared_ptr<HeldLock>, Clock::time_point>> watched;  // guarded by mutex
   std::set<std::pair<Clock::time_point, const HeldLock*>> schedule;                            // guarded by mutex
+  std::set<const HeldLock*> in_flight;                          // guarded by mutex: with the renewer now
+  std::deque<std::vector<std::shared_ptr<HeldLock>>> batches;   // guarded by mutex: for the renewer
+  std::condition_variable batch_ready;                          // with mutex
   bool stopping = false;                                                                      // guarded by mutex
   Clock::time_point sleeping_until = Clock::time_point::max();  // guarded by mutex: when the thread wakes by itself
   Clock::time_point latest_due = Clock::time_point::min();      // guarded by mutex: of every task ever planned
@@ -66,7 +67,7 @@ struct Watchdog::State {
       it->second.second = due;
     }
     schedule.insert({due, lock.get()});
-    if (due != kInRound) latest_due = std::max(latest_due, due);
+    latest_due = std::max(latest_due, due);
   }
 
   // Returns whether the lock was still watched.
@@ -78,18 +79,12 @@ struct Watchdog::State {
     return true;
   }
 
-  // The earliest verdict after `now` (those past it already are being given).
-  Clock::time_point first_validity_end_locked(Clock::time_point now) const {
-    Clock::time_point first = Clock::time_point::max();
-    for (const auto& entry : watched) {
-      const Clock::time_point end = verdict_time(*entry.second.first);
-      if (end > now) first = std::min(first, end);
-    }
-    return first;
-  }
-
-  // Renews `batch` in one pipeline, giving up at `deadline`; appends the locks found gone to `lost`.
-  void renew(const std::vector<std::shared_ptr<HeldLock>>& batch, Clock::time_point deadline, LostList& lost) {
+  // Renews `batch` in one pipeline, giving up at `deadline`. Returns, per lock,
+  // whether it was renewed (validity extended), found gone (appended to
+  // `lost`) or not told (left to be tried again).
+  std::vector<bool> renew(const std::vector<std::shared_ptr<HeldLock>>& batch, Clock::time_point deadline,
+                          LostList& lost) {
+    std::vector<bool> renewed(batch.size(), false);
     std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
     calls.reserve(batch.size());
     for (const auto& lock : batch) {
@@ -105,17 +100,13 @@ struct Watchdog::State {
       stats->renewals_failed.fetch_add(batch.size(), std::memory_order_relaxed);
       logger->warn("watchdog: renewing {} lock(s) failed, retrying until their leases run out: {}", batch.size(),
                    e.what());
-      std::lock_guard guard(mutex);
-      for (const auto& lock : batch) {
-        auto it = watched.find(lock.get());
-        if (it != watched.end()) plan_locked(lock, std::min(verdict_time(*lock), Clock::now() + retry_delay(*lock)));
-      }
-      return;
+      return renewed;
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const RedisReply* reply = i < replies.size() ? &replies[i] : nullptr;
       if (reply && reply->type == RedisReply::Type::Integer && reply->integer == 1) {
         batch[i]->extend_validity(sent, Millis(batch[i]->lease_ms.load()));
+        renewed[i] = true;
       } else if (reply && reply->type == RedisReply::Type::Integer && reply->integer == 0) {
         lost.emplace_back(batch[i],
                           "its key is gone from Redis or belongs to another owner (expired, deleted or overwritten)");
@@ -125,6 +116,23 @@ struct Watchdog::State {
                      reply ? reply->str : std::string("none"));
       }
     }
+    return renewed;
+  }
+
+  // Forgets the locks found lost (a lock released meanwhile is not lost,
+  // whatever its renewal said) and tells the handler, without the mutex: it
+  // calls back into the service. `guard` holds the mutex on entry and exit.
+  void report(std::unique_lock<std::mutex>& guard, LostList& lost) {
+    LostList to_report;
+    for (auto& [lock, why] : lost) {
+      if (forget_locked(lock.get()) && !why.empty()) to_report.emplace_back(lock, std::move(why));
+    }
+    if (to_report.empty()) return;
+    guard.unlock();
+    for (const auto& [lock, why] : to_report) {
+      if (on_lost) on_lost(lock, why);
+    }
+    guard.lock();
   }
 };
 
@@ -146,11 +154,15 @@ Watchdog::~Watchdog() {
     state_->stopping = true;
   }
   state_->wake.notify_all();
-  if (!thread_.joinable()) return;
-  if (thread_.get_id() == std::this_thread::get_id()) {
-    thread_.detach();
-  } else {
-    thread_.join();
+  state_->batch_ready.notify_all();
+  // Destroyed from a lost handler on one of its own threads: that one exits by itself.
+  for (std::thread* thread : {&thread_, &renewer_}) {
+    if (!thread->joinable()) continue;
+    if (thread->get_id() == std::this_thread::get_id()) {
+      thread->detach();
+    } else {
+      thread->join();
+    }
   }
 }
 
@@ -162,7 +174,10 @@ void Watchdog::watch(const std::shared_ptr<HeldLock>& lock, Clock::time_point gr
     if (state_->stopping) return;
     state_->plan_locked(lock, due);
     earliest = due < state_->sleeping_until;
-    if (!thread_.joinable()) thread_ = std::thread(&Watchdog::run, state_);
+    if (!thread_.joinable()) {
+      thread_ = std::thread(&Watchdog::run, state_);
+      renewer_ = std::thread(&Watchdog::renew_batches, state_);
+    }
   }
   // Waking the thread costs a context switch on every lock(); it is only
   // needed when this task is due before the thread wakes by itself.
@@ -205,52 +220,79 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
       continue;
     }
     state->sleeping_until = Clock::time_point::min();  // working: it re-reads the schedule before sleeping
-    // Take every task due now or within the batch window.
+    // Take every task due now or within the batch window. This thread never
+    // waits for Redis: it gives verdicts on time and hands renewals to the renewer.
     const Clock::time_point now = Clock::now();
-    const Clock::time_point io_deadline = state->first_validity_end_locked(now) - kIoMargin;
-    std::vector<std::shared_ptr<HeldLock>> due;
-    while (!state->schedule.empty() && state->schedule.begin()->first <= now + kBatchWindow) {
-      const HeldLock* lock = state->schedule.begin()->second;
-      due.push_back(state->watched.at(lock).first);
-      state->plan_locked(due.back(), kInRound);
-    }
-    guard.unlock();
-
     LostList lost;
-    std::vector<std::shared_ptr<HeldLock>> to_renew;
-    for (const auto& lock : due) {
+    std::vector<std::shared_ptr<HeldLock>> batch;
+    // Taken first: a task re-planned below may fall due within the window again.
+    std::vector<std::shared_ptr<HeldLock>> due;
+    for (auto it = state->schedule.begin(); it != state->schedule.end() && it->first <= now + kBatchWindow; ++it) {
+      due.push_back(state->watched.at(it->second).first);
+    }
+    for (const std::shared_ptr<HeldLock>& lock : due) {
       if (lock->lost_flag.load()) {
         lost.emplace_back(lock, "");  // already reported by whoever set the flag
+        state->forget_locked(lock.get());
       } else if (now >= verdict_time(*lock)) {
         lost.emplace_back(lock, lock->renewed.load() ? "no renewal succeeded before its lease ran out by the local clock"
                                                      : "its fixed lease ran out while it was still held");
-      } else if (lock->renewed.load()) {
-        to_renew.push_back(lock);
+        state->forget_locked(lock.get());
+        state->in_flight.erase(lock.get());
+      } else if (lock->renewed.load() && !state->in_flight.contains(lock.get())) {
+        batch.push_back(lock);
+        state->in_flight.insert(lock.get());
+        state->plan_locked(lock, verdict_time(*lock));  // the renewer plans it sooner once it knows
+      } else {
+        // A fixed lease, or a renewal still on its way: look again at its verdict.
+        state->plan_locked(lock, verdict_time(*lock));
       }
     }
-    if (!to_renew.empty()) state->renew(to_renew, io_deadline, lost);
-
-    guard.lock();
+    if (!batch.empty()) {
+      state->batches.push_back(std::move(batch));
+      state->batch_ready.notify_one();
+    }
+    // forget_locked() already ran for these; report() only needs the handler.
     LostList to_report;
     for (auto& [lock, why] : lost) {
-      // A lock released during the round is not lost, whatever its renewal said.
-      if (state->forget_locked(lock.get()) && !why.empty()) to_report.emplace_back(lock, std::move(why));
-    }
-    for (const auto& lock : due) {
-      auto it = state->watched.find(lock.get());
-      if (it == state->watched.end() || it->second.second != kInRound) continue;  // gone, or re-planned already
-      const Clock::time_point next = lock->renewed.load()
-                                         ? std::min(verdict_time(*lock), Clock::now() + renewal_period(*lock))
-                                         : verdict_time(*lock);
-      state->plan_locked(lock, next);
+      if (!why.empty()) to_report.emplace_back(lock, std::move(why));
     }
     if (to_report.empty()) continue;
-    // Outside the mutex: the handler calls back into the service and user code.
     guard.unlock();
     for (const auto& [lock, why] : to_report) {
       if (state->on_lost) state->on_lost(lock, why);
     }
     guard.lock();
+  }
+}
+
+void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
+  std::unique_lock guard(state->mutex);
+  for (;;) {
+    state->batch_ready.wait(guard, [&] { return state->stopping || !state->batches.empty(); });
+    if (state->stopping) return;
+    std::vector<std::shared_ptr<HeldLock>> batch = std::move(state->batches.front());
+    state->batches.pop_front();
+    // The I/O gives up before the first verdict among these locks: a reply
+    // after it could not save that one, and the others are tried again.
+    Clock::time_point deadline = Clock::time_point::max();
+    for (const auto& lock : batch) deadline = std::min(deadline, verdict_time(*lock) - kIoMargin);
+    guard.unlock();
+
+    LostList lost;
+    const std::vector<bool> renewed = state->renew(batch, deadline, lost);
+
+    guard.lock();
+    const Clock::time_point now = Clock::now();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const std::shared_ptr<HeldLock>& lock = batch[i];
+      state->in_flight.erase(lock.get());
+      if (!state->watched.contains(lock.get())) continue;  // released, or given its verdict, meanwhile
+      const Millis after = renewed[i] ? renewal_period(*lock) : retry_delay(*lock);
+      state->plan_locked(lock, std::min(verdict_time(*lock), now + after));
+    }
+    state->report(guard, lost);
+    state->wake.notify_one();  // the scheduler may sleep past a task just planned
   }
 }
 

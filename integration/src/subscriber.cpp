@@ -254,10 +254,13 @@ class Loop {
   }
 
   void handle(const RedisReply& reply) {
+    // Error replies (e.g. an ACL user without channel rights, or a server that
+    // refuses the client and closes) are left alone, and prove nothing: the
+    // subscription stays unconfirmed, its waiters fall back to timed retries,
+    // and reconnecting keeps backing off.
+    if (reply.is_error()) return;
     answered_ = true;
     backoff_ = kFirstBackoff;
-    // Error replies (e.g. an ACL user without channel rights) are left alone:
-    // the subscription stays unconfirmed and its waiters fall back to timed retries.
     // A PING's answer: ["pong", ""] while subscribed, +PONG before the first channel.
     if (is_pong(reply)) {
       ping_sent_.reset();

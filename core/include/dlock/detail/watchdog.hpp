@@ -4,9 +4,11 @@
 // lease/3 (renewals falling due together go out as one pipeline); a fixed
 // lease is only checked when it runs out. A lock whose renewal finds it gone,
 // or whose validity ran out by the local clock before a renewal succeeded, is
-// handed to the lost handler and no longer watched. A renewal round gives up
-// its I/O at the moment the first watched lock would count as lost by the
-// local clock, so a Redis that does not answer never delays that verdict.
+// handed to the lost handler and no longer watched. Verdicts come from a
+// scheduler thread that never waits for Redis; the renewals' I/O runs on a
+// renewer thread of its own, on a connection kept out of the pool, and gives
+// up before the first verdict among the locks it renews. So neither a Redis
+// that does not answer nor a saturated pool delays a verdict.
 
 #include <functional>
 #include <memory>
@@ -51,10 +53,14 @@ class Watchdog {
 
  private:
   struct State;
+  // The scheduler: plans tasks, gives verdicts on time, never waits for Redis.
   static void run(const std::shared_ptr<State>& state);
+  // The renewer: sends the batches the scheduler hands it, one at a time.
+  static void renew_batches(const std::shared_ptr<State>& state);
 
   std::shared_ptr<State> state_;
-  std::thread thread_;  // started under State::mutex
+  std::thread thread_;   // the scheduler; started under State::mutex
+  std::thread renewer_;  // started with it
 };
 
 }  // namespace dlock::detail
