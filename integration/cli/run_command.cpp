@@ -31,9 +31,11 @@ const char* const kRunUsage =
     "  -h, --help       show this help\n"
     "`--` may be left out if COMMAND does not start with '-'; what follows COMMAND is its own.\n"
     "DUR is 250ms, 10s, 2m, 1h or a number of milliseconds. SIGINT, SIGTERM and SIGHUP are passed on\n"
-    "to COMMAND. Exit status: COMMAND's own (128+N if signal N killed it; 1 if it exited 0 but the lock\n"
-    "was lost meanwhile), 75 lock busy for the whole wait, 69 Redis unreachable, 78 bad config,\n"
-    "64 bad usage, 127 COMMAND not found, 126 COMMAND not executable.\n";
+    "to COMMAND once; COMMAND gets SIGKILL if dlock itself dies. Exit status: COMMAND's own (128+N\n"
+    "if signal N killed it; 1 if it exited 0 but the lock was lost meanwhile), 75 lock busy for the\n"
+    "whole wait, 69 Redis unreachable, 76 Redis refused (a name holding another type, a missing ACL\n"
+    "right, a read-only replica), 78 bad config, 64 bad usage, 127 COMMAND not found, 126 COMMAND not\n"
+    "executable, 71 system error.\n";
 
 namespace {
 

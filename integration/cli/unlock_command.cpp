@@ -4,12 +4,14 @@
 #include <string>
 
 #include "cli_config.hpp"
+#include "cli_script.hpp"
 #include "cli_options.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/hiredis_executor.hpp"
 #include "dlock/logging.hpp"
 #include "exit_codes.hpp"
 #include "lock_names.hpp"
+#include "redis_refusal.hpp"
 
 namespace dlock::cli {
 
@@ -22,7 +24,8 @@ const char* const kUnlockUsage =
     "  --config FILE   dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                  with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
     "  -h, --help      show this help\n"
-    "Exit status: 0 removed, 1 KEY was not held, 69 Redis unreachable, 78 bad config, 64 bad usage.\n";
+    "Exit status: 0 removed, 1 KEY was not held, 76 Redis refused (a name holding another type, a\n"
+    "missing ACL right, a read-only replica), 69 Redis unreachable, 78 bad config, 64 bad usage.\n";
 
 namespace {
 
@@ -57,8 +60,9 @@ int unlock_command(std::span<char* const> args) {
   redis.connect();
 
   const LockNames names = lock_names(config.lock, key);
-  const RedisReply reply = redis.command({"EVAL", kForceUnlockScript, "2", names.lock, names.channel});
-  if (reply.is_error()) throw RedisError("forced unlock of " + names.lock + " failed: " + reply.str);
+  CliScript script(redis, kForceUnlockScript, "force an unlock");
+  const RedisReply reply = script.run({names.lock, names.channel});
+  if (reply.is_error()) throw_refusal(redis.endpoint(), "forced unlock of " + names.lock + " failed", reply.str);
   if (reply.elements.empty()) {
     std::cerr << "dlock: " << key << " is not held; nothing to unlock\n";
     return kExitFailure;
