@@ -1,6 +1,7 @@
 #include "redis_refusal.hpp"
 
 #include "dlock/errors.hpp"
+#include "dlock/hiredis_executor.hpp"
 
 namespace dlock::cli {
 
@@ -16,7 +17,8 @@ std::string refusal_advice(const std::string& message) {
     return "that Redis is a read-only replica (READONLY), not the master; point redis.host/redis.port "
            "(or redis.url) at the master";
   }
-  if (contains(message, "NOPERM")) {
+  // Redis 7 words a script's refused command "...can't run this command or subcommand".
+  if (contains(message, "NOPERM") || contains(message, "can't run this command")) {
     return "the Redis user lacks a right (NOPERM); grant it the ACL in the README's 'Running as a restricted "
            "Redis user' (dlock status and unlock --force also need +hgetall)";
   }
@@ -34,6 +36,22 @@ std::string describe_refusal(const std::string& endpoint, const std::string& wha
 
 void throw_refusal(const std::string& endpoint, const std::string& what, const std::string& answer) {
   throw RedisError(describe_refusal(endpoint, what, answer));
+}
+
+void rethrow_if_replica(const RedisConfig& config, const std::string& what) {
+  bool replica = false;
+  try {
+    HiredisExecutor probe(config);
+    const RedisReply role = probe.command({"ROLE"});
+    replica = !role.is_error() && !role.elements.empty() && role.elements.front().str == "slave";
+  } catch (const Error&) {
+    // Unreachable now, or ROLE not granted: the original error stands.
+  }
+  if (replica) {
+    throw RedisError("redis " + config.host + ":" + std::to_string(config.port) + ": " + what + ": " +
+                     refusal_advice("READONLY"));
+  }
+  throw;
 }
 
 }  // namespace dlock::cli

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "dlock/config.hpp"
+
 namespace dlock::cli {
 
 // One line: `what` failed at `endpoint`, Redis' answer, and the advice its
@@ -19,5 +21,11 @@ std::string describe_refusal(const std::string& endpoint, const std::string& wha
 // The advice for an error message that came from the library (a RedisError
 // of `run`), or "" if the message needs none.
 std::string refusal_advice(const std::string& message);
+
+// Called while a RedisError from the library is being handled: if the server
+// at `config` is a replica (ROLE), throws a RedisError saying that `what`
+// failed because it is read-only; otherwise rethrows the current exception.
+// (The library may word a write refused by a replica as a key of another type.)
+[[noreturn]] void rethrow_if_replica(const RedisConfig& config, const std::string& what);
 
 }  // namespace dlock::cli

@@ -16,6 +16,7 @@
 #include "duration.hpp"
 #include "dlock/dlock.hpp"
 #include "exit_codes.hpp"
+#include "redis_refusal.hpp"
 #include "signal_forwarder.hpp"
 
 namespace dlock::cli {
@@ -107,7 +108,13 @@ int run_command(std::span<char* const> args) {
   auto service = make_lock_service(config);
   service->on_lost([state](const std::string&) { report_lost(*state); });
 
-  LockGuard guard = service->try_lock(state->key, options);
+  LockGuard guard = [&] {
+    try {
+      return service->try_lock(state->key, options);
+    } catch (const RedisError&) {
+      rethrow_if_replica(config.redis, "cannot take the lock " + state->key);
+    }
+  }();
   if (!guard) {
     const Millis waited = options.wait.value_or(config.lock.wait);
     std::cerr << "dlock: " << state->key << " is held by another owner; not had within " << waited.count()
