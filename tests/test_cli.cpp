@@ -268,11 +268,11 @@ TEST_CASE("dlock --version prints the library version and --help describes every
 
   const auto help = dlock_cli(dir, {"--help"});
   CHECK(help.status == 0);
-  for (const char* command : {"run", "status", "unlock", "--version"}) CHECK_THAT(help.out, Catch::Contains(command));
+  for (const char* text : {"run", "status", "unlock", "--version", "76"}) CHECK_THAT(help.out, Catch::Contains(text));
   const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
-      {"run", {"--wait", "--lease", "--config", "--kill-on-lost", "75", "69", "78", "64", "127"}},
-      {"status", {"--config", "--json"}},
-      {"unlock", {"--force", "--config"}},
+      {"run", {"--wait", "--lease", "--config", "--kill-on-lost", "75", "69", "76", "78", "64", "127"}},
+      {"status", {"--config", "--json", "76"}},
+      {"unlock", {"--force", "--config", "76"}},
   };
   for (const auto& [command, names] : options) {
     const auto usage = dlock_cli(dir, {command, "--help"});
