@@ -22,7 +22,23 @@ void set_user(const RedisServer& redis, const std::string& name, const std::vect
   REQUIRE(redis.run(argv) == "OK");
 }
 
-std::string user_lines(const std::string& name) { return "  username: " + name + "\n  password: secret\n"; }
+// The lock cli:acl held by a service, and dlock run as Redis user `name` with `rights`.
+struct LockHeldElsewhere {
+  LockHeldElsewhere(const std::string& name, const std::vector<std::string>& rights) {
+    set_user(redis, name, rights);
+    config = config_file(dir, redis.port(), "", "  username: " + name + "\n  password: secret\n");
+  }
+  Result dlock(std::vector<std::string> args) const {
+    args.insert(args.end(), {"--config", config});
+    return dlock_cli(dir, args);
+  }
+
+  RedisServer redis;
+  TempDir dir;
+  std::shared_ptr<dlock::RedisLockService> holder = make_service(redis);
+  dlock::LockGuard guard = holder->lock("cli:acl");
+  std::string config;
+};
 
 }  // namespace
 
@@ -84,36 +100,26 @@ TEST_CASE("a read-only replica is reported as such, with exit 76", "[cli]") {
 }
 
 TEST_CASE("the README's ACL serves dlock status and unlock --force", "[cli][acl]") {
-  RedisServer redis;
-  set_user(redis, "dlock", readme_minimal_acl());
-  auto holder = make_service(redis);
-  auto guard = holder->lock("cli:acl");
-  TempDir dir;
-  const std::string config = config_file(dir, redis.port(), "", user_lines("dlock"));
+  LockHeldElsewhere held("dlock", readme_minimal_acl());
 
-  const auto status = dlock_cli(dir, {"status", "cli:acl", "--config", config, "--json"});
+  const auto status = held.dlock({"status", "cli:acl", "--json"});
   INFO(status.out << status.err);
   CHECK(status.status == 0);
   CHECK(json_field(status.out, "held") == "true");
   CHECK(json_field(status.out, "hold_count") == "1");
 
-  const auto unlock = dlock_cli(dir, {"unlock", "--force", "cli:acl", "--config", config});
+  const auto unlock = held.dlock({"unlock", "--force", "cli:acl"});
   INFO(unlock.out << unlock.err);
   CHECK(unlock.status == 0);
-  CHECK(redis.run({"EXISTS", "dlock:{cli:acl}"}) == "0");
+  CHECK(held.redis.run({"EXISTS", "dlock:{cli:acl}"}) == "0");
 }
 
 TEST_CASE("a user who may not read a lock gets exit 76 from status, never a free lock", "[cli][acl]") {
-  RedisServer redis;
   auto rights = readme_minimal_acl();
   std::erase(rights, "+hgetall");
-  set_user(redis, "blind", rights);
-  auto holder = make_service(redis);
-  auto guard = holder->lock("cli:acl");
-  TempDir dir;
-  const std::string config = config_file(dir, redis.port(), "", user_lines("blind"));
+  LockHeldElsewhere held("blind", rights);
 
-  const auto status = dlock_cli(dir, {"status", "cli:acl", "--config", config, "--json"});
+  const auto status = held.dlock({"status", "cli:acl", "--json"});
   INFO(status.out << status.err);
   CHECK(status.status == 76);
   CHECK(json_field(status.out, "held") == "null");
