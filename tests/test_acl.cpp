@@ -12,6 +12,7 @@
 
 #include <thread>
 
+#include "readme_acl.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
@@ -19,10 +20,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // The README's minimal ACL line for prefix "dlock:", without the user name and password.
-const std::vector<std::string> kMinimalRights = {
-    "resetkeys", "~dlock:*", "resetchannels", "&dlock:*", "-@all", "+ping", "+script|load", "+evalsha",
-    "+subscribe", "+unsubscribe", "+type", "+exists", "+get", "+set", "+incr", "+decr", "+hset", "+hexists",
-    "+pexpire", "+pttl", "+del", "+publish", "+zadd", "+zscore", "+zrem", "+zrange", "+time"};
+const std::vector<std::string> kMinimalRights = dlock::test::readme_minimal_acl();
 
 void set_user(const dlock::test::RedisServer& redis, const std::string& name, std::vector<std::string> rights) {
   std::vector<std::string> argv = {"ACL", "SETUSER", name, "reset", "on", ">secret"};

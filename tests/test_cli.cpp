@@ -2,174 +2,21 @@
 // the real binary, against a throwaway Redis.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cstring>
-#include <stdexcept>
 #include <filesystem>
-#include <fstream>
-#include <regex>
 #include <sstream>
+#include <mutex>
 #include <thread>
 
+#include "cli_harness.hpp"
 #include "dlock/version.hpp"
 #include "services.hpp"
 
-extern char** environ;
-
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-namespace {
-
-// A scratch directory for one test: config files, scripts, output files.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("dlock-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-  std::string write(const std::string& name, const std::string& text, bool executable = false) const {
-    const std::string path = file(name);
-    std::ofstream(path) << text;
-    if (executable) fs::permissions(path, fs::perms::owner_all, fs::perm_options::add);
-    return path;
-  }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// A YAML config naming the test server, as an operator would write it.
-std::string config_file(const TempDir& dir, int port, const std::string& lock_section = "") {
-  return dir.write("dlock-" + std::to_string(port) + ".yaml",
-                   "redis:\n  host: 127.0.0.1\n  port: " + std::to_string(port) +
-                       "\n  connect_timeout_ms: 500\n  command_timeout_ms: 500\n" +
-                       (lock_section.empty() ? "" : "lock:\n" + lock_section) + "logging:\n  level: warn\n");
-}
-
-// One `dlock` process with its stdout and stderr in files.
-class Dlock {
- public:
-  Dlock(const TempDir& dir, const std::vector<std::string>& args) {
-    static std::atomic<int> counter{0};
-    const std::string id = std::to_string(counter++);
-    out_path_ = dir.file("out-" + id);
-    err_path_ = dir.file("err-" + id);
-
-    std::vector<std::string> argv{DLOCK_CLI_BIN};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> arg_pointers;
-    for (auto& arg : argv) arg_pointers.push_back(arg.data());
-    arg_pointers.push_back(nullptr);
-    // The tests say which config to use; nothing leaks in from the caller's environment.
-    std::vector<char*> env_pointers;
-    for (char** var = environ; *var; ++var) {
-      if (std::strncmp(*var, "DLOCK_", 6) != 0) env_pointers.push_back(*var);
-    }
-    env_pointers.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int error = ::posix_spawn(&pid_, argv[0].c_str(), &actions, nullptr, arg_pointers.data(),
-                                    env_pointers.data());
-    posix_spawn_file_actions_destroy(&actions);
-    // No Catch assertion here: tests start these from several threads, and Catch is not thread-safe.
-    if (error != 0) {
-      pid_ = -1;
-      throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(error));
-    }
-  }
-  ~Dlock() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  Dlock(const Dlock&) = delete;
-  Dlock& operator=(const Dlock&) = delete;
-
-  pid_t pid() const { return pid_; }
-
-  // The exit status, or 128 + N if signal N killed dlock itself.
-  int wait() {
-    int status = 0;
-    const pid_t waited = ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    if (waited <= 0) return -3;  // not a Catch assertion: called from several threads
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  std::string out() const { return read_file(out_path_); }
-  std::string err() const { return read_file(err_path_); }
-
- private:
-  pid_t pid_ = -1;
-  std::string out_path_;
-  std::string err_path_;
-};
-
-struct Result {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Result dlock_cli(const TempDir& dir, const std::vector<std::string>& args) {
-  Dlock process(dir, args);
-  const int status = process.wait();
-  return {status, process.out(), process.err()};
-}
-
-// A shell script that says when it runs and writes which signal it got, then exits 0.
-std::string trap_script(const TempDir& dir) {
-  return dir.write("trap.sh",
-                   "#!/bin/sh\n"
-                   "for sig in TERM INT HUP; do trap \"echo $sig > '" + dir.file("marker") + "'; exit 0\" $sig; done\n"
-                   "touch '" + dir.file("ready") + "'\n"
-                   "while true; do sleep 0.05; done\n",
-                   true);
-}
-
-std::string joined(const std::vector<std::string>& args) {
-  std::string text;
-  for (const auto& arg : args) text += (text.empty() ? "" : " ") + arg;
-  return text;
-}
-
-// The raw JSON value of the first "name": in `json` (a string with its quotes).
-std::string json_field(const std::string& json, const std::string& name) {
-  std::smatch match;
-  if (!std::regex_search(json, match, std::regex("\"" + name + "\":(\"(?:[^\"\\\\]|\\\\.)*\"|[^,}\\]]*)"))) return "";
-  return match[1];
-}
-
-}  // namespace
+using namespace dlock::test;
 
 TEST_CASE("dlock run: two processes on one key never overlap", "[cli]") {
   dlock::test::RedisServer redis;
@@ -396,23 +243,34 @@ TEST_CASE("dlock unlock --force frees a lock another service holds, and the hold
   CHECK_THAT(again.err, Catch::Contains("not held"));
 }
 
-TEST_CASE("dlock unlock --force wakes a waiter at once", "[cli]") {
+TEST_CASE("dlock unlock --force hands the lock to the oldest waiter and wakes it at once", "[cli]") {
   dlock::test::RedisServer redis;
   TempDir dir;
+  // Waiters that would re-check only every 10 s by themselves: only the notice can wake them sooner.
+  const auto slow_polling = [](dlock::Config& c) { c.lock.turn_window = 30s; };
   auto holder = dlock::test::make_service(redis);
-  auto waiter = dlock::test::make_service(redis);
+  auto first = dlock::test::make_service(redis, slow_polling);
+  auto second = dlock::test::make_service(redis, slow_polling);
   auto guard = holder->lock("cli:wake", {.lease = 30s});  // would expire only in 30 s
-  std::atomic<bool> acquired{false};
-  std::thread waiting([&] {
-    auto got = waiter->lock("cli:wake", {.wait = 20s});
-    acquired = static_cast<bool>(got);
-  });
-  std::this_thread::sleep_for(200ms);
+  std::mutex mutex;
+  std::vector<std::string> order;
+  auto wait_for = [&](std::shared_ptr<dlock::RedisLockService> service, std::string name) {
+    return std::thread([&, service, name] {
+      auto got = service->lock("cli:wake", {.wait = 20s});
+      std::lock_guard lock(mutex);
+      order.push_back(name);
+    });
+  };
+  std::thread a = wait_for(first, "first");
+  REQUIRE(dlock::test::await_line(redis, "cli:wake", 1, 0ms));
+  std::thread b = wait_for(second, "second");
+  REQUIRE(dlock::test::await_line(redis, "cli:wake", 2));
   const auto started = std::chrono::steady_clock::now();
   CHECK(dlock_cli(dir, {"unlock", "--force", "cli:wake", "--config", config_file(dir, redis.port())}).status == 0);
-  waiting.join();
-  CHECK(acquired);
-  CHECK(dlock::test::elapsed_ms(started) < 5000);
+  a.join();
+  CHECK(dlock::test::elapsed_ms(started) < 5000);  // woken by the notice, not by its 10 s re-check
+  b.join();
+  CHECK(order == std::vector<std::string>{"first", "second"});
 }
 
 TEST_CASE("dlock --version prints the library version and --help describes every command and option", "[cli]") {
@@ -424,11 +282,11 @@ TEST_CASE("dlock --version prints the library version and --help describes every
 
   const auto help = dlock_cli(dir, {"--help"});
   CHECK(help.status == 0);
-  for (const char* command : {"run", "status", "unlock", "--version"}) CHECK_THAT(help.out, Catch::Contains(command));
+  for (const char* text : {"run", "status", "unlock", "--version", "76"}) CHECK_THAT(help.out, Catch::Contains(text));
   const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
-      {"run", {"--wait", "--lease", "--config", "--kill-on-lost", "75", "69", "78", "64", "127"}},
-      {"status", {"--config", "--json"}},
-      {"unlock", {"--force", "--config"}},
+      {"run", {"--wait", "--lease", "--config", "--kill-on-lost", "75", "69", "76", "78", "64", "127"}},
+      {"status", {"--config", "--json", "76"}},
+      {"unlock", {"--force", "--config", "76"}},
   };
   for (const auto& [command, names] : options) {
     const auto usage = dlock_cli(dir, {command, "--help"});

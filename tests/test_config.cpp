@@ -185,6 +185,41 @@ TEST_CASE("a redis url gives user, password, host, port and database") {
   CHECK(config.redis.port == 7000);
 }
 
+TEST_CASE("a ${VAR} in a redis url is put into its part as it is, after the url is split") {
+  NoOverrides env;
+  // '%41' must stay itself (not 'A'), '#' and '?' must not end the url, '@', '/' and ':' split nothing.
+  ScopedEnv password("DLOCK_TEST_URL_PASSWORD", "p%41ss#wo?rd@x/y:z");
+  ScopedEnv user("DLOCK_TEST_URL_USER", "ops:team");
+  ScopedEnv host("DLOCK_TEST_URL_HOST", "cache.local");
+  ScopedEnv port("DLOCK_TEST_URL_PORT", "6390");
+  TempDir dir;
+  const auto config = dlock::load_config(dir.write(
+      "redis:\n  url: redis://${DLOCK_TEST_URL_USER}:${DLOCK_TEST_URL_PASSWORD}@${DLOCK_TEST_URL_HOST}:"
+      "${DLOCK_TEST_URL_PORT}/${DLOCK_TEST_URL_DB:-3}\n"));
+  CHECK(config.redis.password == "p%41ss#wo?rd@x/y:z");
+  CHECK(config.redis.username == "ops:team");
+  CHECK(config.redis.host == "cache.local");
+  CHECK(config.redis.port == 6390);
+  CHECK(config.redis.database == 3);
+  // Text written in the url itself is still url syntax: percent-decoded.
+  CHECK(dlock::load_config(dir.write("redis:\n  url: redis://:a%41${DLOCK_TEST_URL_PASSWORD}@h\n")).redis.password ==
+        "aAp%41ss#wo?rd@x/y:z");
+  // A port from a variable is checked as a port.
+  ScopedEnv bad_port("DLOCK_TEST_URL_PORT", "63x0");
+  const auto file = dir.write("redis:\n  url: redis://h:${DLOCK_TEST_URL_PORT}\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "redis.url: the port: expected a port number"));
+}
+
+TEST_CASE("$${ writes a literal ${ in any value, the url included") {
+  NoOverrides env;
+  ScopedEnv unset("DLOCK_TEST_UNSET", std::nullopt);
+  TempDir dir;
+  auto config = dlock::load_config(dir.write("redis:\n  password: \"a$${DLOCK_TEST_UNSET}b$c\"\n"));
+  CHECK(config.redis.password == "a${DLOCK_TEST_UNSET}b$c");
+  config = dlock::load_config(dir.write("redis:\n  url: \"redis://:x$${y}@h\"\n"));
+  CHECK(config.redis.password == "x${y}");
+}
+
 TEST_CASE("a redis url together with host is refused") {
   NoOverrides env;
   TempDir dir;
@@ -270,6 +305,22 @@ TEST_CASE("a bad DLOCK_REDIS_PORT names that variable") {
   CHECK_THAT(message, StartsWith(at(file, 1)));
   CHECK_THAT(message, Contains("DLOCK_REDIS_PORT"));
   CHECK_THAT(message, Contains("\"six\""));
+}
+
+TEST_CASE("a signed DLOCK_REDIS_PORT is refused, naming the variable") {
+  NoOverrides env;
+  TempDir dir;
+  const auto file = dir.write("");
+  for (const char* text : {"+6379", "-1", " 6379", "6379 "}) {
+    ScopedEnv port("DLOCK_REDIS_PORT", text);
+    INFO("DLOCK_REDIS_PORT=" << text);
+    const auto message = error_of(file);
+    CHECK_THAT(message, StartsWith(at(file, 1) + "environment variable DLOCK_REDIS_PORT"));
+    CHECK_THAT(message, Contains("no sign"));
+    // The same rule without a file (the dlock command's built-in defaults).
+    dlock::Config config;
+    CHECK_THROWS_WITH(dlock::apply_environment_overrides(config), Contains("DLOCK_REDIS_PORT") && Contains("no sign"));
+  }
 }
 
 TEST_CASE("a missing file is reported with its path") {

@@ -108,6 +108,20 @@ TEST_CASE("a pipeline returns its replies in the order of its commands") {
   CHECK(executor.pipeline({}).empty());
 }
 
+TEST_CASE("a pipeline with an empty command is refused whole and the connection stays in step") {
+  RedisServer redis;
+  auto config = redis.config().redis;
+  config.pool_size = 1;  // so the next call gets the same connection, if the pool kept it
+  HiredisExecutor executor(config);
+  REQUIRE(executor.command({"SET", "k", "v"}).str == "OK");
+
+  CHECK_THROWS_AS(executor.pipeline({{"SET", "k", "changed"}, {}, {"INCR", "n"}}), dlock::InvalidArgument);
+  // Nothing of the refused pipeline ran, and the next caller gets its own reply, not one left behind.
+  CHECK(executor.command({"GET", "k"}).str == "v");
+  CHECK(executor.command({"EXISTS", "n"}).integer == 0);
+  CHECK(executor.pipeline({{"GET", "k"}, {"PING"}})[1].str == "PONG");
+}
+
 TEST_CASE("an unreachable port fails fast with a ConnectionError naming host and port") {
   dlock::RedisConfig config;
   config.port = dlock::test::free_loopback_port();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "dlock/detail/eviction_check.hpp"
+#include "dlock/detail/fork_guard.hpp"
 #include "dlock/detail/key_label.hpp"
 #include "dlock/detail/service_core.hpp"
 #include "dlock/owner_token.hpp"

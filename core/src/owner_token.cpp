@@ -1,10 +1,8 @@
 #include "dlock/owner_token.hpp"
 
-#include <pthread.h>
 #include <sys/random.h>
 
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -42,18 +40,6 @@ std::string random_instance_id() { return random_hex<16>(); }
 const std::string& current_thread_id() {
   thread_local const std::string id = random_hex<8>();
   return id;
-}
-
-namespace {
-std::atomic<unsigned> g_forks{0};
-void count_fork() { g_forks.fetch_add(1, std::memory_order_relaxed); }
-}  // namespace
-
-unsigned fork_generation() {
-  // Registered by the first call, which a service makes when it is created: before any fork that matters.
-  static const bool registered = ::pthread_atfork(nullptr, nullptr, &count_fork) == 0;
-  (void)registered;
-  return g_forks.load(std::memory_order_relaxed);
 }
 
 }  // namespace dlock::detail

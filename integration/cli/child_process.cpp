@@ -3,8 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,9 +13,6 @@
 #include <system_error>
 
 #include "exit_codes.hpp"
-#include "signal_forwarder.hpp"
-
-extern char** environ;
 
 namespace dlock::cli {
 
@@ -46,28 +44,95 @@ void InheritedFds::close_others_on_exec() const {
   }
 }
 
+void reset_inherited_signal_state() {
+  ::signal(SIGCHLD, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+namespace {
+
+// Whether dlock's process group is the foreground group of its controlling terminal.
+bool in_terminal_foreground() {
+  const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) return false;
+  const bool foreground = ::tcgetpgrp(tty) == ::getpgrp();
+  ::close(tty);
+  return foreground;
+}
+
+// Between fork and exec, in a copy of a threaded process: async-signal-safe
+// calls only. Reports a failed exec's errno on `report` and exits.
+[[noreturn]] void exec_child(char* const* argv, pid_t parent, bool own_group, const sigset_t& mask, int report) {
+  // All signals are blocked here (the parent blocked them around fork), so
+  // none can run dlock's handlers in this copy before they are reset.
+  for (int signal = 1; signal < NSIG; ++signal) {
+    struct sigaction current {};
+    if (::sigaction(signal, nullptr, &current) != 0) continue;
+    const bool handled = (current.sa_flags & SA_SIGINFO) != 0 || (current.sa_handler != SIG_DFL &&
+                                                                  current.sa_handler != SIG_IGN);
+    if (handled) ::signal(signal, SIG_DFL);
+  }
+  if (own_group) ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // dlock may have died before prctl took effect: then nothing would ever kill us.
+  if (::getppid() != parent) ::_exit(kExitSignalBase + SIGKILL);
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+  ::execvp(argv[0], argv);
+  const int error = errno;
+  [[maybe_unused]] const ssize_t written = ::write(report, &error, sizeof error);
+  ::_exit(kExitNotFound);
+}
+
+// The errno a failed exec wrote on `report`, or 0 once exec closed it.
+int exec_error(int report) {
+  int error = 0;
+  ssize_t got;
+  while ((got = ::read(report, &error, sizeof error)) < 0 && errno == EINTR) {
+  }
+  return got == static_cast<ssize_t>(sizeof error) ? error : 0;
+}
+
+}  // namespace
+
 SpawnResult spawn(const std::vector<std::string>& argv, const InheritedFds& inherited) {
   std::vector<char*> pointers;
   for (const auto& arg : argv) pointers.push_back(const_cast<char*>(arg.c_str()));
   pointers.push_back(nullptr);
   inherited.close_others_on_exec();
-
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
-    if (SignalForwarder::forwards(signal)) sigaddset(&defaults, signal);
-  }
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+  const bool own_group = !in_terminal_foreground();
 
   SpawnResult result;
-  // glibc's posix_spawnp reports a failed exec (not found, not executable) as
-  // its return value, so the caller can tell 127 and 126 from the command's own status.
-  result.error = ::posix_spawnp(&result.pid, pointers[0], nullptr, &attributes, pointers.data(), environ);
-  posix_spawnattr_destroy(&attributes);
-  if (result.error != 0) result.pid = -1;
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    result.error = errno;
+    return result;
+  }
+  sigset_t all;
+  sigset_t mask;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &mask);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) exec_child(pointers.data(), parent, own_group, mask, report[1]);
+  const int fork_error = errno;
+  // Also here: whichever of parent and child runs first, COMMAND is in its group before dlock goes on.
+  if (pid > 0 && own_group) ::setpgid(pid, pid);
+  ::pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+  ::close(report[1]);
+  if (pid < 0) {
+    ::close(report[0]);
+    result.error = fork_error;
+    return result;
+  }
+  result.error = exec_error(report[0]);
+  ::close(report[0]);
+  if (result.error != 0) {
+    ::waitpid(pid, nullptr, 0);
+    return result;
+  }
+  result.pid = pid;
   return result;
 }
 

@@ -23,15 +23,31 @@ class InheritedFds {
   std::set<int> fds_;
 };
 
+// Undoes what a parent may leave to dlock across exec that would break
+// waiting for COMMAND: SIGCHLD ignored (the kernel then reaps children itself
+// and waitid fails with ECHILD) and blocked signals. Call first thing in main,
+// before any thread starts (threads inherit the mask).
+void reset_inherited_signal_state();
+
 struct SpawnResult {
   pid_t pid = -1;  // > 0 on success
   int error = 0;   // errno-style cause when the command could not be started
 };
 
 // Starts argv[0] (searched in PATH unless it contains a slash) with argv and
-// the current environment, after inherited.close_others_on_exec(). The
-// signals SignalForwarder handles are reset to their default disposition in
-// the child; ignored ones stay ignored.
+// the current environment, after inherited.close_others_on_exec(). Handled
+// signals are reset to their default disposition in the child; ignored ones
+// stay ignored.
+//
+// COMMAND never outlives dlock: it is made to get SIGKILL when dlock dies,
+// however it dies (PR_SET_PDEATHSIG). That signal follows the thread that
+// forked, so call this from the main thread, which lives as long as dlock.
+//
+// COMMAND gets a process group of its own, so a signal sent to dlock's group
+// (a supervisor's `kill -TERM -PGID`) reaches it only once, passed on by
+// dlock; except when dlock runs in the foreground of a terminal: then COMMAND
+// stays in dlock's group, where the terminal's keys, job control and reads
+// reach it as they would without dlock.
 SpawnResult spawn(const std::vector<std::string>& argv, const InheritedFds& inherited);
 
 // Blocks until `pid` has ended, retrying on EINTR (a forwarded signal

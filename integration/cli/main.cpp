@@ -9,11 +9,14 @@
 #include <iostream>
 #include <span>
 #include <string>
+#include <system_error>
 
+#include "child_process.hpp"
 #include "cli_options.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/version.hpp"
 #include "exit_codes.hpp"
+#include "redis_refusal.hpp"
 #include "run_command.hpp"
 #include "status_command.hpp"
 #include "unlock_command.hpp"
@@ -32,7 +35,9 @@ const char* const kUsage =
     "  -h, --help                               show this help; `dlock COMMAND --help` for a command's options\n"
     "Every command takes --config FILE (default: $DLOCK_CONFIG, else built-in defaults:\n"
     "Redis at 127.0.0.1:6379, prefix dlock:, overridden by DLOCK_REDIS_HOST/PORT/PASSWORD).\n"
-    "Exit status 64 for bad usage, 69 Redis unreachable, 78 bad config; see each command's help.\n";
+    "Exit status 64 bad usage, 69 Redis unreachable, 76 Redis refused (a name holding another type,\n"
+    "a missing ACL right, a read-only replica), 78 bad config, 70 internal error, 71 system error;\n"
+    "see each command's help.\n";
 
 struct Subcommand {
   const char* name;
@@ -63,15 +68,25 @@ int run_reporting_errors(const Subcommand& command, std::span<char* const> args)
   } catch (const dlock::ConnectionError& e) {
     std::cerr << "dlock: redis unreachable: " << e.what() << "\n";
     return kExitUnavailable;
-  } catch (const std::exception& e) {
+  } catch (const dlock::RedisError& e) {
+    std::string message = e.what();
+    // The library words a READONLY refusal as one of rights; say what it is.
+    if (message.find("READONLY") != std::string::npos) message += "; " + refusal_advice(message);
+    std::cerr << "dlock: redis refused: " << message << "\n";
+    return kExitRedisError;
+  } catch (const std::system_error& e) {
     std::cerr << "dlock: " << e.what() << "\n";
-    return kExitFailure;
+    return kExitOsError;
+  } catch (const std::exception& e) {
+    std::cerr << "dlock: internal error: " << e.what() << "\n";
+    return kExitSoftware;
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  reset_inherited_signal_state();  // before the lock service starts threads that inherit the mask
   const std::span<char* const> args(argv, static_cast<std::size_t>(argc));
   if (args.size() < 2) {
     std::cerr << kUsage;

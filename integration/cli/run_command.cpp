@@ -16,6 +16,7 @@
 #include "duration.hpp"
 #include "dlock/dlock.hpp"
 #include "exit_codes.hpp"
+#include "redis_refusal.hpp"
 #include "signal_forwarder.hpp"
 
 namespace dlock::cli {
@@ -31,9 +32,11 @@ const char* const kRunUsage =
     "  -h, --help       show this help\n"
     "`--` may be left out if COMMAND does not start with '-'; what follows COMMAND is its own.\n"
     "DUR is 250ms, 10s, 2m, 1h or a number of milliseconds. SIGINT, SIGTERM and SIGHUP are passed on\n"
-    "to COMMAND. Exit status: COMMAND's own (128+N if signal N killed it; 1 if it exited 0 but the lock\n"
-    "was lost meanwhile), 75 lock busy for the whole wait, 69 Redis unreachable, 78 bad config,\n"
-    "64 bad usage, 127 COMMAND not found, 126 COMMAND not executable.\n";
+    "to COMMAND once; COMMAND gets SIGKILL if dlock itself dies. Exit status: COMMAND's own (128+N\n"
+    "if signal N killed it; 1 if it exited 0 but the lock was lost meanwhile), 75 lock busy for the\n"
+    "whole wait, 69 Redis unreachable, 76 Redis refused (a name holding another type, a missing ACL\n"
+    "right, a read-only replica), 78 bad config, 64 bad usage, 127 COMMAND not found, 126 COMMAND not\n"
+    "executable, 71 system error.\n";
 
 namespace {
 
@@ -105,7 +108,13 @@ int run_command(std::span<char* const> args) {
   auto service = make_lock_service(config);
   service->on_lost([state](const std::string&) { report_lost(*state); });
 
-  LockGuard guard = service->try_lock(state->key, options);
+  LockGuard guard = [&] {
+    try {
+      return service->try_lock(state->key, options);
+    } catch (const RedisError&) {
+      rethrow_if_replica(config.redis, "cannot take the lock " + state->key);
+    }
+  }();
   if (!guard) {
     const Millis waited = options.wait.value_or(config.lock.wait);
     std::cerr << "dlock: " << state->key << " is held by another owner; not had within " << waited.count()

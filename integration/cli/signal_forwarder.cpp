@@ -19,9 +19,26 @@ std::atomic<int> g_pending{0};   // atomic: a signal that came before the child 
 std::array<struct sigaction, kForwarded.size()> g_previous{};
 std::array<bool, kForwarded.size()> g_installed{};
 
+// Whether `signal`, sent to dlock, reached COMMAND (`child`; 0 before it
+// runs, when a signal is kept pending) directly too, so that passing it on would deliver it twice. A
+// process's kill() does not say whether it named dlock alone or its group;
+// spawn() keeps COMMAND out of dlock's group but when dlock is a terminal's
+// foreground job, where only the terminal sends to the whole group.
+bool reached_command_directly(int signal, const siginfo_t* info, pid_t child) {
+  if (child <= 0 || info == nullptr || info->si_code != SI_KERNEL) return false;  // not from a terminal
+  // A terminal's keys go to its foreground group: to COMMAND only if it is in dlock's.
+  if (::getpgid(child) != ::getpgrp()) return false;
+  // A hang-up goes to the session leader alone (the group gets it when that leader exits).
+  if (signal == SIGHUP && ::getsid(0) == ::getpid()) return false;
+  return true;
+}
+
 void forward(int signal, siginfo_t* info, void*) {
-  if (info != nullptr && info->si_code == SI_KERNEL) return;
   const int saved_errno = errno;
+  if (reached_command_directly(signal, info, g_child.load())) {
+    errno = saved_errno;
+    return;
+  }
   if (pid_t child = g_child.load(); child > 0) {
     ::kill(child, signal);
   } else {

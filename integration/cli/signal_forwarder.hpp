@@ -5,9 +5,16 @@
 // service's threads do not block signals); they only read and write lock-free
 // atomics and call kill(), both async-signal-safe. A signal that arrives
 // before the child exists is kept as pending, and exactly one of the handler
-// and attach() passes it on. Terminal-generated signals (si_code SI_KERNEL)
-// are not passed on: the terminal sent them to the whole foreground process
-// group, the command included, already.
+// and attach() passes it on.
+//
+// Each signal reaches the command once: a terminal's signals (si_code
+// SI_KERNEL: ^C, ^\, a hang-up after the session leader left) are not passed
+// on while the command shares dlock's process group, which the terminal
+// signalled as a whole; everything else is, since spawn() keeps the command
+// out of dlock's group unless dlock is a terminal's foreground job. The one
+// case left: `kill -SIG -PGID` aimed at a terminal's foreground job reaches a
+// command that shares the group twice (nothing in siginfo tells a signal sent
+// to a group from one sent to dlock alone).
 
 #include <sys/types.h>
 

@@ -7,10 +7,10 @@ namespace dlock::cli {
 
 extern const char* const kStatusUsage;
 
-// Reads each lock with plain commands (HGETALL, PTTL, GET; nothing written)
-// and prints one line per key, or one JSON array. Returns 0, or 1 if some
-// name held something that is not a dlock lock. Throws UsageError,
-// ConfigError and ConnectionError for main to report.
+// Reads each lock in one atomic step (a read-only script: HGETALL, PTTL, GET)
+// and prints one line per key, or one JSON array. Returns 0, or 76 if Redis
+// refused some read (that key shows as unknown, never as free). Throws
+// UsageError, ConfigError, ConnectionError and RedisError for main to report.
 int status_command(std::span<char* const> args);
 
 }  // namespace dlock::cli

@@ -4,42 +4,32 @@
 #include <string>
 
 #include "cli_config.hpp"
+#include "cli_script.hpp"
 #include "cli_options.hpp"
+#include "dlock/detail/lock_names.hpp"
 #include "dlock/errors.hpp"
+#include "dlock/scripts.hpp"
 #include "dlock/hiredis_executor.hpp"
 #include "dlock/logging.hpp"
 #include "exit_codes.hpp"
 #include "lock_names.hpp"
+#include "redis_refusal.hpp"
 
 namespace dlock::cli {
 
 const char* const kUnlockUsage =
     "usage: dlock unlock --force KEY [--config FILE]\n"
-    "Deletes the lock KEY whoever holds it and wakes its waiters. The holder is not told at once:\n"
+    "Deletes the lock KEY whoever holds it and hands it to the oldest waiter in line, woken at once.\n"
+    "The holder is not told at once:\n"
     "its watchdog finds the lock gone at its next renewal and reports it lost. Logged at warn\n"
     "level with the owner token(s) removed.\n"
     "  --force         required: confirms that you mean to break another owner's lock\n"
     "  --config FILE   dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                  with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
     "  -h, --help      show this help\n"
-    "Exit status: 0 removed, 1 KEY was not held, 69 Redis unreachable, 78 bad config, 64 bad usage.\n";
+    "Exit status: 0 removed, 1 KEY was not held, 76 Redis refused (a name holding another type, a\n"
+    "missing ACL right, a read-only replica), 69 Redis unreachable, 78 bad config, 64 bad usage.\n";
 
-namespace {
-
-// KEYS: lock hash, release channel. Reads the owners and deletes the hash in
-// one step, so the owners reported are exactly the ones removed. HGETALL
-// fails on a key of another type before anything is written.
-constexpr const char* kForceUnlockScript = R"lua(
-local owners = redis.call('HGETALL', KEYS[1])
--- not held: nothing to remove, nobody to wake
-if #owners == 0 then return owners end
--- held (by anyone): delete it and wake the waiters as a normal final release does
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], 'released')
-return owners
-)lua";
-
-}  // namespace
 
 int unlock_command(std::span<char* const> args) {
   const ParsedArgs parsed = parse_args(args, OptionSpec{{"--config"}, {"--force"}, std::nullopt});
@@ -57,8 +47,14 @@ int unlock_command(std::span<char* const> args) {
   redis.connect();
 
   const LockNames names = lock_names(config.lock, key);
-  const RedisReply reply = redis.command({"EVAL", kForceUnlockScript, "2", names.lock, names.channel});
-  if (reply.is_error()) throw RedisError("forced unlock of " + names.lock + " failed: " + reply.str);
+  // The library's own forced release: owners read and removed in one step, the
+  // turn handed to the oldest live waiter in line, who is woken at once.
+  const detail::LockNames all_names(config.lock.key_prefix, key);
+  const auto six = all_names.script_keys();
+  CliScript script(redis, detail::kForceReleaseScript.source, "force an unlock");
+  const RedisReply reply =
+      script.run(std::vector<std::string>(six.begin(), six.end()), {std::to_string(config.lock.turn_window.count())});
+  if (reply.is_error()) throw_refusal(redis.endpoint(), "forced unlock of " + names.lock + " failed", reply.str);
   if (reply.elements.empty()) {
     std::cerr << "dlock: " << key << " is not held; nothing to unlock\n";
     return kExitFailure;

@@ -1,5 +1,7 @@
 #include "config_validation.hpp"
 
+#include "env_expansion.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -11,14 +13,6 @@ namespace dlock::detail {
 namespace {
 
 std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
-
-bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-bool is_variable_name(std::string_view name) {
-  return !name.empty() && is_name_start(name.front()) &&
-         std::all_of(name.begin() + 1, name.end(), is_name_char);
-}
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -78,45 +72,12 @@ long long parse_integer(std::string_view text, long long min, long long max,
   return value;
 }
 
-std::string expand_env(std::string_view text) {
-  std::string out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t open = text.find("${", pos);
-    if (open == std::string_view::npos) break;
-    out.append(text.substr(pos, open - pos));
-    const std::size_t close = text.find('}', open + 2);
-    if (close == std::string_view::npos) {
-      throw InvalidValue("\"${\" without a closing \"}\"; write ${VAR} or ${VAR:-default}");
-    }
-    const std::string_view inside = text.substr(open + 2, close - open - 2);
-    const std::size_t dash = inside.find(":-");
-    const std::string_view name = inside.substr(0, dash);
-    if (!is_variable_name(name)) {
-      throw InvalidValue("${" + std::string(inside) +
-                         "} does not name an environment variable; write ${VAR} or "
-                         "${VAR:-default} with VAR made of letters, digits and '_'");
-    }
-    const std::string name_text(name);
-    const char* value = std::getenv(name_text.c_str());
-    if (dash != std::string_view::npos) {
-      out += (value != nullptr && *value != '\0') ? std::string_view(value) : inside.substr(dash + 2);
-    } else if (value != nullptr) {
-      out += value;
-    } else {
-      throw InvalidValue("environment variable " + name_text +
-                         " is not set; set it, or give a default with ${" + name_text +
-                         ":-default}");
-    }
-    pos = close + 1;
-  }
-  if (pos < text.size()) out.append(text.substr(pos));
-  return out;
-}
-
-RedisUrl parse_redis_url(std::string_view url) {
+RedisUrl parse_redis_url(std::string_view text) {
+  // Split first, put the variables' values in after: see env_expansion.hpp.
+  const EnvText env(text);
+  const std::string_view url = env.masked();
   const std::size_t colon = url.find("://");
-  const std::string scheme = lower(url.substr(0, colon));
+  const std::string scheme = lower(env.expand(url.substr(0, colon)));
   if (colon == std::string_view::npos || scheme != "redis") {
     if (scheme == "rediss") {
       throw InvalidValue("rediss:// (TLS) is not supported by dlock; use redis:// "
@@ -135,9 +96,9 @@ RedisUrl parse_redis_url(std::string_view url) {
   if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view user_info = rest.substr(0, at);
     const std::size_t sep = user_info.find(':');
-    parsed.username = percent_decode(user_info.substr(0, sep), "user name");
+    parsed.username = env.expand(percent_decode(user_info.substr(0, sep), "user name"));
     if (sep != std::string_view::npos) {
-      parsed.password = percent_decode(user_info.substr(sep + 1), "password");
+      parsed.password = env.expand(percent_decode(user_info.substr(sep + 1), "password"));
     }
     rest.remove_prefix(at + 1);
   }
@@ -145,7 +106,7 @@ RedisUrl parse_redis_url(std::string_view url) {
   std::string_view host_port = rest;
   if (const std::size_t slash = rest.find('/'); slash != std::string_view::npos) {
     host_port = rest.substr(0, slash);
-    const std::string_view db = rest.substr(slash + 1);
+    const std::string db = env.expand(rest.substr(slash + 1));
     if (!db.empty()) {
       try {
         parsed.database = static_cast<int>(parse_integer(db, 0, max_database, "a database number"));
@@ -162,7 +123,7 @@ RedisUrl parse_redis_url(std::string_view url) {
     if (end == std::string_view::npos) {
       throw InvalidValue("an IPv6 host in brackets lacks its closing ']'");
     }
-    parsed.host = std::string(host_port.substr(1, end - 1));
+    parsed.host = env.expand(host_port.substr(1, end - 1));
     const std::string_view after = host_port.substr(end + 1);
     if (!after.empty() && after.front() != ':') {
       throw InvalidValue("expected ':port' after the IPv6 host in brackets");
@@ -170,7 +131,7 @@ RedisUrl parse_redis_url(std::string_view url) {
     if (!after.empty()) port_text = after.substr(1);
   } else {
     const std::size_t sep = host_port.find(':');
-    parsed.host = std::string(host_port.substr(0, sep));
+    parsed.host = env.expand(host_port.substr(0, sep));
     if (sep != std::string_view::npos) port_text = host_port.substr(sep + 1);
   }
   if (parsed.host.empty()) {
@@ -178,7 +139,7 @@ RedisUrl parse_redis_url(std::string_view url) {
   }
   if (port_text) {
     try {
-      parsed.port = static_cast<int>(parse_integer(*port_text, min_port, max_port, "a port number"));
+      parsed.port = static_cast<int>(parse_integer(env.expand(*port_text), min_port, max_port, "a port number"));
     } catch (const InvalidValue& e) {
       throw InvalidValue(std::string("the port: ") + e.what());
     }

@@ -24,13 +24,10 @@ class InvalidValue : public std::runtime_error {
 long long parse_integer(std::string_view text, long long min, long long max,
                         std::string_view expected);
 
-// Replaces ${VAR} with the variable's value and ${VAR:-default} with the
-// value, or with `default` when VAR is unset or empty (as in the shell).
-// Throws for an unset ${VAR} without default and for malformed ${...}.
-std::string expand_env(std::string_view text);
-
 // The parts of redis://[user[:password]@]host[:port][/database], with user
 // and password percent-decoded. Rejects rediss:// (TLS) and other schemes.
+// `url` is the raw setting: ${VAR} references in it are expanded into the
+// parts after the split, and taken literally (never percent-decoded).
 // Messages never repeat the URL, since it may hold a password.
 struct RedisUrl {
   std::string host;

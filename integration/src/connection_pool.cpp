@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "dlock/detail/fork_guard.hpp"
 #include "dlock/errors.hpp"
 
 namespace dlock::detail {
@@ -21,13 +22,34 @@ bool closed_while_idle(RedisConnection& connection) {
 
 }  // namespace
 
-ConnectionPool::ConnectionPool(RedisConfig config) : config_(std::move(config)) {}
+ConnectionPool::ConnectionPool(RedisConfig config) : config_(std::move(config)), generation_(fork_generation()) {
+  // Another thread may hold mutex_ when this process forks; the child must not inherit it locked.
+  hold_across_fork(mutex_);
+}
+
+ConnectionPool::~ConnectionPool() { release_across_fork(mutex_); }
+
+std::vector<std::unique_ptr<RedisConnection>> ConnectionPool::take_inherited() {
+  std::vector<std::unique_ptr<RedisConnection>> inherited;
+  if (generation_ == fork_generation()) return inherited;
+  // Connections lent out at the fork belong to parent threads that do not
+  // exist here and will never come back: they no longer count.
+  inherited.swap(idle_);
+  open_ = 0;
+  generation_ = fork_generation();
+  return inherited;
+}
 
 std::string ConnectionPool::endpoint() const { return config_.host + ":" + std::to_string(config_.port); }
 
 ConnectionPool::Lease ConnectionPool::borrow() {
   const auto deadline = std::chrono::steady_clock::now() + config_.command_timeout;
   std::unique_lock lock(mutex_);
+  if (auto inherited = take_inherited(); !inherited.empty()) {
+    lock.unlock();
+    inherited.clear();  // closes the sockets; redisFree sends nothing
+    lock.lock();
+  }
   for (;;) {
     while (!idle_.empty()) {
       auto connection = std::move(idle_.back());
@@ -67,7 +89,7 @@ void ConnectionPool::give_back(std::unique_ptr<RedisConnection> connection) {
   if (connection->broken()) {
     connection.reset();  // closes the socket outside the mutex
     std::lock_guard lock(mutex_);
-    --open_;
+    if (open_ > 0) --open_;  // 0: lent out before a fork, already forgotten
   } else {
     std::lock_guard lock(mutex_);
     idle_.push_back(std::move(connection));

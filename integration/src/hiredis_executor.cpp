@@ -1,10 +1,23 @@
 #include "dlock/hiredis_executor.hpp"
 
+#include "dlock/detail/fork_guard.hpp"
 #include "dlock/errors.hpp"
 
 namespace dlock {
 
-HiredisExecutor::HiredisExecutor(RedisConfig config) : pool_(config), urgent_(config), subscriber_(std::move(config)) {}
+HiredisExecutor::HiredisExecutor(RedisConfig config)
+    : pool_(config),
+      urgent_(config),
+      subscriber_(std::make_unique<detail::Subscriber>(std::move(config))),
+      generation_(detail::fork_generation()) {}
+
+HiredisExecutor::~HiredisExecutor() {
+  // In a fork child the subscriber's thread does not exist: joining it would
+  // never return. Its memory and socket are left to the process's exit.
+  if (forked()) (void)subscriber_.release();
+}
+
+bool HiredisExecutor::forked() const { return generation_ != detail::fork_generation(); }
 
 void HiredisExecutor::connect() {
   auto connection = pool_.borrow();
@@ -41,7 +54,12 @@ std::vector<RedisReply> HiredisExecutor::urgent_pipeline(const std::vector<Redis
 
 Subscription HiredisExecutor::subscribe(const std::string& channel, MessageHandler on_message,
                                         std::optional<std::chrono::milliseconds> confirm_within) {
-  return subscriber_.subscribe(channel, std::move(on_message), confirm_within);
+  if (forked()) {
+    throw ConnectionError("redis " + endpoint() + ": cannot subscribe to '" + channel +
+                          "': this executor was made before fork(), and its subscriber thread stayed in the "
+                          "parent; a lock service cannot be shared across fork(): create a new one in the child");
+  }
+  return subscriber_->subscribe(channel, std::move(on_message), confirm_within);
 }
 
 std::string HiredisExecutor::endpoint() const { return pool_.endpoint(); }

@@ -3,9 +3,11 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
+#include "dlock/detail/fork_guard.hpp"
 #include "dlock/detail/small_buffer.hpp"
 #include "dlock/errors.hpp"
 
@@ -85,7 +87,7 @@ bool is_auth_refusal(std::string_view answer) {
 }  // namespace
 
 RedisConnection::RedisConnection(const RedisConfig& config)
-    : endpoint_(config.host + ":" + std::to_string(config.port)), config_(config) {
+    : generation_(fork_generation()), endpoint_(config.host + ":" + std::to_string(config.port)), config_(config) {
   context_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, to_timeval(config_.connect_timeout));
   if (context_ == nullptr) throw ConnectionError("redis " + endpoint_ + ": connecting failed (out of memory)");
   // A throwing constructor runs no destructor, so the context is freed here.
@@ -125,7 +127,19 @@ void RedisConnection::set_command_timeout(Millis timeout) {
   if (redisSetTimeout(context_, to_timeval(timeout)) != REDIS_OK) fail("setting the command timeout");
 }
 
-bool RedisConnection::broken() const { return context_ == nullptr || context_->err != 0; }
+bool RedisConnection::broken() const {
+  return context_ == nullptr || context_->err != 0 || abandoned_ || generation_ != fork_generation();
+}
+
+template <typename Call>
+auto RedisConnection::guarded(Call&& call) {
+  try {
+    return call();
+  } catch (...) {
+    abandoned_ = true;
+    throw;
+  }
+}
 
 void RedisConnection::fail(const std::string& during) {
   std::string cause = "no reply";
@@ -145,33 +159,44 @@ RedisReply RedisConnection::command(std::span<const std::string_view> argv) { re
 template <typename Part>
 RedisReply RedisConnection::send(std::span<const Part> argv) {
   if (argv.empty()) throw InvalidArgument("redis command is empty");
-  ArgvView view(argv);
-  auto* raw = static_cast<redisReply*>(redisCommandArgv(context_, view.count(), view.parts(), view.lengths()));
-  if (raw == nullptr) fail("running " + std::string(argv.front()));
-  RedisReply reply = to_reply(raw);
-  freeReplyObject(raw);
-  return reply;
+  return guarded([&] {
+    ArgvView view(argv);
+    auto* raw = static_cast<redisReply*>(redisCommandArgv(context_, view.count(), view.parts(), view.lengths()));
+    if (raw == nullptr) fail("running " + std::string(argv.front()));
+    // Freed even if the conversion throws (out of memory).
+    const std::unique_ptr<redisReply, void (*)(void*)> owned(raw, freeReplyObject);
+    return to_reply(raw);
+  });
 }
 
 std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands) {
   std::vector<RedisReply> replies;
   if (commands.empty()) return replies;
-  const std::string during = "running a pipeline of " + std::to_string(commands.size()) + " commands";
-  for (const auto& argv : commands) {
-    if (argv.empty()) throw InvalidArgument("redis command in a pipeline is empty");
-    ArgvView view(argv);
-    if (redisAppendCommandArgv(context_, view.count(), view.parts(), view.lengths()) != REDIS_OK) {
-      fail(during);
+  // Checked before anything is queued: a command refused after others were
+  // queued would leave their replies on the connection for the next caller.
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    if (commands[i].empty()) {
+      throw InvalidArgument("redis command " + std::to_string(i + 1) + " of " + std::to_string(commands.size()) +
+                            " in a pipeline is empty; nothing was sent");
     }
   }
-  replies.reserve(commands.size());
-  for (std::size_t i = 0; i < commands.size(); ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) fail(during);
-    replies.push_back(to_reply(static_cast<redisReply*>(raw)));
-    freeReplyObject(raw);
-  }
-  return replies;
+  const std::string during = "running a pipeline of " + std::to_string(commands.size()) + " commands";
+  return guarded([&] {
+    for (const auto& argv : commands) {
+      ArgvView view(argv);
+      if (redisAppendCommandArgv(context_, view.count(), view.parts(), view.lengths()) != REDIS_OK) {
+        fail(during);
+      }
+    }
+    replies.reserve(commands.size());
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) fail(during);
+      const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
+      replies.push_back(to_reply(owned.get()));
+    }
+    return std::move(replies);
+  });
 }
 
 RedisReply to_reply(const redisReply* reply) {

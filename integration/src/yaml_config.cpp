@@ -23,6 +23,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config_validation.hpp"
+#include "env_expansion.hpp"
 #include "dlock/config.hpp"
 #include "dlock/errors.hpp"
 
@@ -140,10 +141,16 @@ class Value {
     }
   }
 
+  // The scalar as written, ${VAR} references and all.
+  const std::string& raw_text() const {
+    if (!entry_.value.IsScalar()) fail("expected a single value, got " + kind_of(entry_.value));
+    return entry_.value.Scalar();
+  }
+
   // The scalar with ${VAR} expanded.
   std::string text() const {
-    if (!entry_.value.IsScalar()) fail("expected a single value, got " + kind_of(entry_.value));
-    return guarded([&] { return detail::expand_env(entry_.value.Scalar()); });
+    const std::string& raw = raw_text();
+    return guarded([&] { return detail::expand_env(raw); });
   }
 
   std::string non_empty_text(std::string_view example) const {
@@ -177,7 +184,7 @@ const Settings& redis_settings() {
   static const Settings settings{
       {"url",
        [](const Value& v, Config& c) {
-         const auto url = v.guarded([&] { return detail::parse_redis_url(v.text()); });
+         const auto url = v.guarded([&] { return detail::parse_redis_url(v.raw_text()); });
          c.redis.host = url.host;
          c.redis.port = url.port;
          c.redis.username = url.username;
@@ -329,24 +336,12 @@ void read_document(const YAML::Node& root, const Source& source, Config& config)
 }
 
 // The environment wins over the file, so a deployment can point the same
-// file at another server or inject a secret. An empty variable counts as unset.
+// file at another server or inject a secret.
 void apply_environment(const Source& source, Config& config) {
-  const auto variable = [](const char* name) -> std::string {
-    const char* value = std::getenv(name);
-    return value == nullptr ? std::string() : std::string(value);
-  };
-  if (const auto host = variable("DLOCK_REDIS_HOST"); !host.empty()) config.redis.host = host;
-  if (const auto port = variable("DLOCK_REDIS_PORT"); !port.empty()) {
-    try {
-      config.redis.port = static_cast<int>(
-          detail::parse_integer(port, detail::min_port, detail::max_port, "a port number"));
-    } catch (const InvalidValue& e) {
-      source.fail(1, std::string("environment variable DLOCK_REDIS_PORT (overrides redis.port): ") +
-                         e.what() + "; fix or unset it");
-    }
-  }
-  if (const auto password = variable("DLOCK_REDIS_PASSWORD"); !password.empty()) {
-    config.redis.password = password;
+  try {
+    apply_environment_overrides(config);
+  } catch (const ConfigError& e) {
+    source.fail(1, e.what());
   }
 }
 

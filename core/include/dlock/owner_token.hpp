@@ -14,10 +14,4 @@ std::string random_instance_id();
 // This thread's id: drawn on first use, then the same for the thread's life.
 const std::string& current_thread_id();
 
-// How many fork()s this process is away from the one that first called it.
-// A child process inherits its parent's services, sockets and thread ids: a
-// service compares this with the value it saw when it was made, and refuses
-// to act in a child, which would otherwise share its parent's identity.
-unsigned fork_generation();
-
 }  // namespace dlock::detail

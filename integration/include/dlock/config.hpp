@@ -40,4 +40,10 @@ struct Config {
 // wrong type, an out-of-range value or an unset ${VAR}.
 Config load_config(const std::filesystem::path& yaml);
 
+// Applies DLOCK_REDIS_HOST, DLOCK_REDIS_PORT and DLOCK_REDIS_PASSWORD to
+// `config`, each when set and not empty (load_config calls it after reading
+// the file; call it yourself for a Config built without one). The port must
+// be plain digits 1..65535, no sign. Throws ConfigError naming the variable.
+void apply_environment_overrides(Config& config);
+
 }  // namespace dlock

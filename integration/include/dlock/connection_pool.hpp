@@ -2,6 +2,10 @@
 // A bounded pool of RedisConnections. Connections are made on demand up to
 // redis.pool_size; a connection that broke is dropped, never returned, and
 // replaced by a fresh one on the next borrow.
+//
+// fork(): a child never uses a connection its parent made (the socket is
+// shared, so each would read the other's replies). Its first borrow drops the
+// inherited connections, sending nothing on them, and opens fresh ones.
 
 #include <condition_variable>
 #include <memory>
@@ -15,6 +19,9 @@ namespace dlock::detail {
 class ConnectionPool {
  public:
   explicit ConnectionPool(RedisConfig config);
+  ~ConnectionPool();
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
 
   class Lease {  // a borrowed connection; returns it (or drops it if broken) on destruction
    public:
@@ -40,12 +47,15 @@ class ConnectionPool {
 
  private:
   void give_back(std::unique_ptr<RedisConnection> connection);
+  // In a fork child: forgets the parent's connections. Called with mutex_ held.
+  std::vector<std::unique_ptr<RedisConnection>> take_inherited();
 
   const RedisConfig config_;
   std::mutex mutex_;
   std::condition_variable returned_;
   std::vector<std::unique_ptr<RedisConnection>> idle_;  // guarded by mutex_
   std::size_t open_ = 0;                                // guarded by mutex_: idle + lent out
+  unsigned generation_;                                 // guarded by mutex_: fork_generation() of open_
 };
 
 }  // namespace dlock::detail

@@ -2,6 +2,12 @@
 // RedisExecutor over hiredis: a ConnectionPool for commands and pipelines, a
 // connection of its own for the watchdog's renewals, a Subscriber for pub/sub. Callers on different threads use different pooled
 // connections, so the executor never serialises them.
+//
+// After fork(), a child may go on using an executor its parent made for
+// commands and pipelines: it opens connections of its own and never touches
+// the parent's sockets. Pub/sub cannot follow: the subscriber's thread did
+// not survive the fork, so subscribe() in the child throws ConnectionError
+// (create a new executor, or service, in the child instead).
 
 #include <memory>
 
@@ -16,6 +22,9 @@ namespace dlock {
 class HiredisExecutor final : public RedisExecutor {
  public:
   explicit HiredisExecutor(RedisConfig config);
+  ~HiredisExecutor() override;
+  HiredisExecutor(const HiredisExecutor&) = delete;
+  HiredisExecutor& operator=(const HiredisExecutor&) = delete;
 
   // Opens one connection and PINGs, so a wrong address or password fails at
   // start-up: throws ConnectionError.
@@ -31,9 +40,12 @@ class HiredisExecutor final : public RedisExecutor {
   std::string endpoint() const override;
 
  private:
+  bool forked() const;  // whether this process is a fork child of the one that made the executor
+
   detail::ConnectionPool pool_;
   detail::ReservedConnection urgent_;  // the watchdog's, outside the pool
-  detail::Subscriber subscriber_;
+  std::unique_ptr<detail::Subscriber> subscriber_;
+  const unsigned generation_;  // fork_generation() when made
 };
 
 }  // namespace dlock

@@ -33,7 +33,10 @@ class RedisConnection {
   // Changes the command timeout for the calls that follow.
   void set_command_timeout(Millis timeout);
 
-  // Once true the connection must be dropped, never reused.
+  // Once true the connection must be dropped, never reused: a transport
+  // failure, a call that threw midway (its replies may still be on the way),
+  // or a connection inherited across fork() (its socket is shared with the
+  // other process). Dropping it only closes the socket; nothing is sent.
   bool broken() const;
 
   redisContext* context() { return context_; }  // for the subscriber's own I/O loop
@@ -46,7 +49,14 @@ class RedisConnection {
   template <typename Part>
   RedisReply send(std::span<const Part> argv);
 
+  // Runs `call`; if it throws, the reply stream's state is unknown: marks the
+  // connection broken before passing the exception on.
+  template <typename Call>
+  auto guarded(Call&& call);
+
   redisContext* context_ = nullptr;
+  bool abandoned_ = false;  // a call threw midway; see broken()
+  unsigned generation_;     // fork_generation() when connected
   std::string endpoint_;
   RedisConfig config_;
 };

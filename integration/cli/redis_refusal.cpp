@@ -1,0 +1,57 @@
+#include "redis_refusal.hpp"
+
+#include "dlock/errors.hpp"
+#include "dlock/hiredis_executor.hpp"
+
+namespace dlock::cli {
+
+namespace {
+
+bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+std::string refusal_advice(const std::string& message) {
+  // A replica, or a master demoted during a failover, refuses every write.
+  if (contains(message, "READONLY")) {
+    return "that Redis is a read-only replica (READONLY), not the master; point redis.host/redis.port "
+           "(or redis.url) at the master";
+  }
+  // Redis 7 words a script's refused command "...can't run this command or subcommand".
+  if (contains(message, "NOPERM") || contains(message, "can't run this command")) {
+    return "the Redis user lacks a right (NOPERM); grant it the ACL in the README's 'Running as a restricted "
+           "Redis user' (dlock status and unlock --force also need +hgetall)";
+  }
+  if (contains(message, "WRONGTYPE")) {
+    return "a Redis name of this lock holds data of another type, not a dlock lock; another program uses "
+           "that name: delete it or choose another lock.key_prefix";
+  }
+  return "";
+}
+
+std::string describe_refusal(const std::string& endpoint, const std::string& what, const std::string& answer) {
+  const std::string advice = refusal_advice(answer);
+  return "redis " + endpoint + ": " + what + ": Redis answered " + answer + (advice.empty() ? "" : "; " + advice);
+}
+
+void throw_refusal(const std::string& endpoint, const std::string& what, const std::string& answer) {
+  throw RedisError(describe_refusal(endpoint, what, answer));
+}
+
+void rethrow_if_replica(const RedisConfig& config, const std::string& what) {
+  bool replica = false;
+  try {
+    HiredisExecutor probe(config);
+    const RedisReply role = probe.command({"ROLE"});
+    replica = !role.is_error() && !role.elements.empty() && role.elements.front().str == "slave";
+  } catch (const Error&) {
+    // Unreachable now, or ROLE not granted: the original error stands.
+  }
+  if (replica) {
+    throw RedisError("redis " + config.host + ":" + std::to_string(config.port) + ": " + what + ": " +
+                     refusal_advice("READONLY"));
+  }
+  throw;
+}
+
+}  // namespace dlock::cli

@@ -1,0 +1,31 @@
+#pragma once
+// Error replies from Redis, told to an operator: what Redis said and what to
+// do about it. They all end the command with exit status 76 (EX_PROTOCOL:
+// the server refused the exchange), never with 1, which means "COMMAND
+// exited 1" for `run` and "not held" for `unlock`.
+
+#include <string>
+
+#include "dlock/config.hpp"
+
+namespace dlock::cli {
+
+// One line: `what` failed at `endpoint`, Redis' answer, and the advice its
+// kind calls for (a read-only replica, a missing ACL right, a name holding
+// data of another type).
+std::string describe_refusal(const std::string& endpoint, const std::string& what, const std::string& answer);
+
+// Throws RedisError with describe_refusal's message.
+[[noreturn]] void throw_refusal(const std::string& endpoint, const std::string& what, const std::string& answer);
+
+// The advice for an error message that came from the library (a RedisError
+// of `run`), or "" if the message needs none.
+std::string refusal_advice(const std::string& message);
+
+// Called while a RedisError from the library is being handled: if the server
+// at `config` is a replica (ROLE), throws a RedisError saying that `what`
+// failed because it is read-only; otherwise rethrows the current exception.
+// (The library may word a write refused by a replica as a key of another type.)
+[[noreturn]] void rethrow_if_replica(const RedisConfig& config, const std::string& what);
+
+}  // namespace dlock::cli

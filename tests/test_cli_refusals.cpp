@@ -1,0 +1,134 @@
+// When Redis refuses the dlock command (a name of another type, a missing
+// ACL right, a read-only replica): exit 76, a message saying which refusal it
+// was, and never a "free" for a lock that could not be read.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "cli_harness.hpp"
+#include "readme_acl.hpp"
+#include "services.hpp"
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using namespace dlock::test;
+
+namespace {
+
+void set_user(const RedisServer& redis, const std::string& name, const std::vector<std::string>& rights) {
+  std::vector<std::string> argv = {"ACL", "SETUSER", name, "reset", "on", ">secret"};
+  argv.insert(argv.end(), rights.begin(), rights.end());
+  REQUIRE(redis.run(argv) == "OK");
+}
+
+// The lock cli:acl held by a service, and dlock run as Redis user `name` with `rights`.
+struct LockHeldElsewhere {
+  LockHeldElsewhere(const std::string& name, const std::vector<std::string>& rights) {
+    set_user(redis, name, rights);
+    config = config_file(dir, redis.port(), "", "  username: " + name + "\n  password: secret\n");
+  }
+  Result dlock(std::vector<std::string> args) const {
+    args.insert(args.end(), {"--config", config});
+    return dlock_cli(dir, args);
+  }
+
+  RedisServer redis;
+  TempDir dir;
+  std::shared_ptr<dlock::RedisLockService> holder = make_service(redis);
+  dlock::LockGuard guard = holder->lock("cli:acl");
+  std::string config;
+};
+
+}  // namespace
+
+TEST_CASE("a lock name holding another type makes run, status and unlock exit 76, and status never says free",
+          "[cli]") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  REQUIRE(redis.run({"SET", "dlock:{cli:typed}", "someone else's string"}) == "OK");
+
+  const auto run = dlock_cli(dir, {"run", "cli:typed", "--config", config, "--", "touch", dir.file("ran")});
+  CHECK(run.status == 76);
+  CHECK_THAT(run.err, Catch::Contains("not a dlock lock"));
+  CHECK_FALSE(fs::exists(dir.file("ran")));
+
+  const auto status = dlock_cli(dir, {"status", "cli:typed", "--config", config});
+  CHECK(status.status == 76);
+  CHECK_THAT(status.out, Catch::Contains("cli:typed: unknown") && Catch::Contains("WRONGTYPE"));
+  CHECK_THAT(status.out, !Catch::Contains("free"));
+  const auto json = dlock_cli(dir, {"status", "cli:typed", "--config", config, "--json"});
+  CHECK(json.status == 76);
+  CHECK(json_field(json.out, "held") == "null");
+
+  const auto unlock = dlock_cli(dir, {"unlock", "--force", "cli:typed", "--config", config});
+  CHECK(unlock.status == 76);
+  CHECK_THAT(unlock.err, Catch::Contains("WRONGTYPE"));
+  CHECK(redis.run({"GET", "dlock:{cli:typed}"}) == "someone else's string");
+}
+
+TEST_CASE("a read-only replica is reported as such, with exit 76", "[cli]") {
+  RedisServer master;
+  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  REQUIRE(eventually([&] {
+    return replica.run({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
+  }));
+  auto holder = make_service(master);
+  auto guard = holder->lock("cli:ro");
+  REQUIRE(eventually([&] { return replica.run({"EXISTS", "dlock:{cli:ro}"}) == "1"; }));
+  TempDir dir;
+  const std::string config = config_file(dir, replica.port());
+
+  const auto run = dlock_cli(dir, {"run", "cli:other", "--config", config, "--", "touch", dir.file("ran")});
+  INFO(run.err);
+  CHECK(run.status == 76);
+  CHECK_THAT(run.err, Catch::Contains("READONLY") && Catch::Contains("read-only replica"));
+  CHECK_THAT(run.err, !Catch::Contains("not a dlock lock"));
+  CHECK_FALSE(fs::exists(dir.file("ran")));
+
+  const auto unlock = dlock_cli(dir, {"unlock", "--force", "cli:ro", "--config", config});
+  INFO(unlock.err);
+  CHECK(unlock.status == 76);
+  CHECK_THAT(unlock.err, Catch::Contains("READONLY") && Catch::Contains("read-only replica"));
+  CHECK(master.run({"EXISTS", "dlock:{cli:ro}"}) == "1");
+
+  // Reading works on a replica: status answers from it.
+  const auto status = dlock_cli(dir, {"status", "cli:ro", "--config", config, "--json"});
+  CHECK(status.status == 0);
+  CHECK(json_field(status.out, "held") == "true");
+}
+
+TEST_CASE("the README's ACL serves dlock status and unlock --force", "[cli][acl]") {
+  LockHeldElsewhere held("dlock", readme_minimal_acl());
+
+  const auto status = held.dlock({"status", "cli:acl", "--json"});
+  INFO(status.out << status.err);
+  CHECK(status.status == 0);
+  CHECK(json_field(status.out, "held") == "true");
+  CHECK(json_field(status.out, "hold_count") == "1");
+
+  const auto unlock = held.dlock({"unlock", "--force", "cli:acl"});
+  INFO(unlock.out << unlock.err);
+  CHECK(unlock.status == 0);
+  CHECK(held.redis.run({"EXISTS", "dlock:{cli:acl}"}) == "0");
+}
+
+TEST_CASE("a user who may not read a lock gets exit 76 from status, never a free lock", "[cli][acl]") {
+  auto rights = readme_minimal_acl();
+  std::erase(rights, "+hgetall");
+  LockHeldElsewhere held("blind", rights);
+
+  const auto status = held.dlock({"status", "cli:acl", "--json"});
+  INFO(status.out << status.err);
+  CHECK(status.status == 76);
+  CHECK(json_field(status.out, "held") == "null");
+  CHECK_THAT(status.out, Catch::Contains("lacks a right") && Catch::Contains("+hgetall"));
+}
+
+TEST_CASE("DLOCK_REDIS_PORT=+6379 is refused without a config file as with one", "[cli]") {
+  TempDir dir;
+  const auto result = dlock_cli(dir, {"status", "cli:k"}, {.env = {"DLOCK_REDIS_PORT=+6379"}});
+  CHECK(result.status == 78);
+  CHECK_THAT(result.err, Catch::Contains("DLOCK_REDIS_PORT") && Catch::Contains("no sign"));
+}
