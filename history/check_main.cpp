@@ -25,6 +25,7 @@ void add(dlock::history::Report& total, const dlock::history::Report& one) {
   add_counts(total.faults, one.faults);
   add_counts(total.skipped_faults, one.skipped_faults);
   total.overlaps += one.overlaps;
+  total.overlapped_holds += one.overlapped_holds;
   total.overlaps_excused_told += one.overlaps_excused_told;
   total.overlaps_excused_stopped += one.overlaps_excused_stopped;
   total.token_repeats += one.token_repeats;

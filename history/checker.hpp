@@ -58,7 +58,8 @@ struct Report {
   std::map<std::string, int> failed_invokes;   // by error class
   std::map<std::string, int> faults;           // by kind; restart-redis also as restart-redis/term|kill
   std::map<std::string, int> skipped_faults;
-  int overlaps = 0;
+  int overlaps = 0;             // pairs of holds; one holder stopped for a second overlaps dozens
+  int overlapped_holds = 0;     // distinct earlier holders among them
   int overlaps_excused_told = 0;
   int overlaps_excused_stopped = 0;
   int token_repeats = 0;
