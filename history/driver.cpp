@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
                                        .workers = static_cast<int>(flags.number("--workers", 5, 1)),
                                        .port = 0,
                                        .lease_ms = flags.number("--lease-ms", 1000, 10),
-                                       .seed = static_cast<unsigned>(seed)};
+                                       .seed = static_cast<unsigned>(seed),
+                                       .max_seconds = seconds + 60};
   log.append("config", {{"seed", std::to_string(seed)},
                         {"workers", std::to_string(options.workers)},
                         {"lease_ms", std::to_string(options.lease_ms)},

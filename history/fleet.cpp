@@ -20,7 +20,7 @@ void Fleet::start(int index) {
   worker.process.start({options_.worker_bin, "--port", std::to_string(options_.port), "--id",
                         std::to_string(index + 1), "--file", worker.file.string(), "--mode",
                         index % 2 == 0 ? "watchdog" : "fixed", "--lease-ms", std::to_string(options_.lease_ms),
-                        "--seed", std::to_string(seed)});
+                        "--seed", std::to_string(seed), "--max-seconds", std::to_string(options_.max_seconds)});
   log_.append("worker-start", {{"worker", name(index)}, {"pid", std::to_string(worker.process.pid())}});
 }
 

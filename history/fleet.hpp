@@ -21,6 +21,7 @@ struct FleetOptions {
   int port = 0;
   long long lease_ms = 1000;
   unsigned seed = 1;
+  long long max_seconds = 900;  // a worker's own bound, should the driver fail to stop it
 };
 
 class Fleet {
