@@ -29,6 +29,7 @@ void add(dlock::history::Report& total, const dlock::history::Report& one) {
   total.overlaps_excused_told += one.overlaps_excused_told;
   total.overlaps_excused_stopped += one.overlaps_excused_stopped;
   total.token_repeats += one.token_repeats;
+  add_counts(total.repeats_by_release, one.repeats_by_release);
   total.token_decreases += one.token_decreases;
   total.final_counter = total.final_counter.value_or(0) + one.final_counter.value_or(0);
   total.counter_ok = total.counter_ok && one.counter_ok;

@@ -35,7 +35,7 @@ std::string show_fault(const Record& record, const Fault& f) {
 std::string show_hold(const Record& record, const Hold& h) {
   return h.worker + " (pid " + std::to_string(h.pid) + ", " + (h.mode.empty() ? "?" : h.mode) + " lease, token " +
          std::to_string(h.token) + ", granted " + at(record, h.grant_ns) + ", ended " + at(record, h.end_ns) + " by " +
-         h.end_how + ")";
+         h.end_how + ", released: " + h.released + ")";
 }
 
 // The hold's own events (its invoke to the last before its next call, with
@@ -102,6 +102,7 @@ void check_tokens(const Record& record, Report& report) {
   for (const auto& [token, granted] : by_token) {
     if (granted.size() < 2) continue;
     ++report.token_repeats;
+    ++report.repeats_by_release[holds[granted.front()].released];
     std::string text = "fencing token " + std::to_string(token) + " granted " + std::to_string(granted.size()) +
                        " times:";
     for (std::size_t i : granted) text += "\n  " + show_hold(record, holds[i]);
@@ -240,8 +241,9 @@ std::string format_report(const Report& r, bool details) {
          " (earlier holder told " + std::to_string(r.overlaps_excused_told) + ", stopped past its lease " +
          std::to_string(r.overlaps_excused_stopped) + "), unexcused " +
          std::to_string(r.overlaps - r.overlaps_excused()) + "\n";
-  out += "fencing tokens: repeats " + std::to_string(r.token_repeats) + ", decreases " +
-         std::to_string(r.token_decreases) + "\n";
+  out += "fencing tokens: repeats " + std::to_string(r.token_repeats) +
+         (r.token_repeats ? " (release of the token's first hold: " + counts(r.repeats_by_release) + ")" : "") +
+         ", decreases " + std::to_string(r.token_decreases) + "\n";
   out += "counter: final " + (r.final_counter ? std::to_string(*r.final_counter) : std::string("unknown")) +
          ", acknowledged " + std::to_string(r.sections_ok) + " + up to " + std::to_string(r.sections_unknown) +
          " unknown: " + counter_verdict(r) + "\n";

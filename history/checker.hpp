@@ -63,6 +63,7 @@ struct Report {
   int overlaps_excused_told = 0;
   int overlaps_excused_stopped = 0;
   int token_repeats = 0;
+  std::map<std::string, int> repeats_by_release;  // how the first hold of each repeated token was released
   int token_decreases = 0;
   std::optional<long long> final_counter;
   int late_writes = 0;

@@ -25,8 +25,10 @@
 //                                                check()/unlock() threw LockLostError
 //   release  outcome=ok | outcome=error error=CLASS text=...
 //   stop                                         the worker leaves after SIGTERM
+//   connect-fail error=CLASS text=...           make_lock_service failed at start (Redis down); retried
 // Driver kinds:
 //   config   seed=N workers=N lease_ms=N seconds=N
+//   redis-up pid=N                               Redis answers (at start and after each restart)
 //   worker-start  worker=wN pid=N
 //   worker-exit   worker=wN pid=N how=exit|kill  (stamped after the process was reaped)
 //   fault    kind=kill-holder worker=wN pid=N     (stamped after the process was reaped)
@@ -36,6 +38,7 @@
 //   fault    kind=client-kill killed=N
 //   skip     kind=...                             a holder fault found no holder to hit
 //   final    counter=N                            the counter after every worker stopped
+//   abort    text=...                             the driver gave up (the record is incomplete)
 
 #include <cstdint>
 #include <map>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "event_log.hpp"
 
@@ -41,6 +42,7 @@ void read_worker(const std::string& who, const std::vector<Event>& events, const
   std::map<long, std::size_t> latest_hold;  // pid → index into record.holds of its latest grant
   std::map<long, std::optional<std::size_t>> open_invoke;  // pid → index of its pending invoke
   std::map<long, std::pair<std::string, long long>> modes;  // pid → mode, lease
+  std::map<long, const Event*> told_while_calling;          // pid → a lost notice while a call is pending
   auto tell = [&](Hold& hold, const Event& e, const std::string& via) {
     if (!hold.told_ns) {
       hold.told_ns = e.t_ns;
@@ -62,8 +64,10 @@ void read_worker(const std::string& who, const std::vector<Event>& events, const
       const std::int64_t from = invoke ? events[*invoke].t_ns : e.t_ns;
       record.waits.push_back({who, from, e.t_ns});
       open_invoke[e.pid].reset();
+      const Event* told = std::exchange(told_while_calling[e.pid], nullptr);
       if (e.kind == "fail") {
         ++record.failed_invokes[e.get("error", "unknown")];
+        if (told && hold) tell(*hold, *told, told->get("via", "unknown"));
         continue;
       }
       Hold fresh;
@@ -77,8 +81,11 @@ void read_worker(const std::string& who, const std::vector<Event>& events, const
       fresh.end_how = "open";
       fresh.first_event = invoke.value_or(i);
       fresh.last_event = i;
+      if (told) tell(fresh, *told, told->get("via", "unknown"));
       record.holds.push_back(fresh);
       latest_hold[e.pid] = record.holds.size() - 1;
+    } else if (e.kind == "lost" && open_invoke[e.pid]) {
+      if (!told_while_calling[e.pid]) told_while_calling[e.pid] = &e;  // settled by the call's grant or fail
     } else if (!hold) {
       continue;  // read/end/lost/release with no grant before it: nothing to attach to
     } else if (e.kind == "read") {
@@ -95,8 +102,9 @@ void read_worker(const std::string& who, const std::vector<Event>& events, const
       if (e.get("error") == "LockLostError") tell(*hold, e, "error");
     } else if (e.kind == "lost") {
       tell(*hold, e, e.get("via", "unknown"));
-    } else if (e.kind == "release" && e.get("error") == "LockLostError") {
-      tell(*hold, e, "error");
+    } else if (e.kind == "release") {
+      hold->released = e.get("outcome") == "ok" ? "ok" : e.get("error", "error");
+      if (hold->released == "LockLostError") tell(*hold, e, "error");
     }
   }
   // Holds with no `end` and calls with no answer end at their process's death, else at the record's end.

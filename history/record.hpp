@@ -9,9 +9,12 @@
 // `end` ends at its process's death (the driver's stamp, taken after the
 // process was reaped), or, failing that, at the end of the record ("open").
 //
-// A `lost` event belongs to the latest hold its incarnation was granted
-// before it; an `end` or `release` that failed with LockLostError counts as a
-// lost notice of its hold too.
+// A `lost` event belongs to the hold of its process's current call: the
+// latest hold when no lock() call is pending; when one is, the hold its grant
+// creates (the on_lost hook may run before lock() returns, for a hold already
+// lost by the local clock), or, should that call fail, the previous hold (the
+// notice came late). An `end` or `release` that failed with LockLostError
+// counts as a lost notice of its hold too.
 
 #include <cstdint>
 #include <filesystem>
@@ -36,6 +39,7 @@ struct Hold {
   std::int64_t end_ns = 0;
   std::string end_how = "end";  // "end", "death" or "open"
   std::uint64_t token = 0;
+  std::string released = "never";       // the release's outcome: ok, or the error class
   std::optional<std::int64_t> told_ns;  // first lost notice
   std::string told_via;                 // hook, flag, error
   Write write = Write::None;

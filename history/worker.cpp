@@ -58,7 +58,7 @@ struct ReplyError : std::runtime_error {
 
 class Worker {
  public:
-  Worker(const example::Flags& flags)
+  explicit Worker(const example::Flags& flags)
       : log_(flags.text("--file", ""), "w" + flags.text("--id", "")),
         fixed_lease_(flags.text("--mode", "watchdog") == "fixed"),
         lease_(flags.number("--lease-ms", 1000, 1)),

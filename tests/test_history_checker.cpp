@@ -115,6 +115,29 @@ TEST_CASE("an overlap is excused when the earlier holder was told it lost the lo
   }
 }
 
+TEST_CASE("a lost notice that comes before lock() returns belongs to the hold it returns", "[history]") {
+  for (const bool granted : {true, false}) {
+    History h = clean_history();
+    h.add(300, "w1", 101, "invoke");
+    h.add(349, "w1", 101, "lost", {{"via", "hook"}});  // e.g. granted after a Redis freeze, already expired
+    if (granted) {
+      h.add(350, "w1", 101, "grant", {{"token", "7"}});
+      h.add(400, "w1", 101, "end", {{"write", "none"}, {"error", "ConnectionError"}});
+      h.add(401, "w1", 101, "release", {{"outcome", "ok"}});
+      h.section("w2", 102, 310, 360, 450, 8, 7);  // inside w1's hold: excused only by that notice
+    } else {
+      h.add(350, "w1", 101, "fail", {{"error", "ConnectionError"}});
+      h.section("w2", 102, 310, 360, 450, 8, 7);
+    }
+    h.finish(500, 7);
+    const Report report = h.check();
+    INFO((granted ? "granted\n" : "failed\n") << dlock::history::format_report(report));
+    CHECK(report.passed());
+    CHECK(report.overlaps_excused_told == (granted ? 1 : 0));
+    CHECK(report.holds_told == 1);  // the new hold's, or else the previous one's (a late notice)
+  }
+}
+
 TEST_CASE("an overlap is excused when a LockLostError ended the earlier holder's release", "[history]") {
   History h = clean_history();
   h.add(300, "w1", 101, "invoke");
@@ -181,6 +204,7 @@ TEST_CASE("a fencing token granted twice is a violation", "[history]") {
   CHECK(report.token_decreases == 0);  // an equal token is a repeat, counted once
   REQUIRE(report.violations.size() == 1);
   CHECK(mentions(report, "fencing token 6 granted 2 times"));
+  CHECK(report.repeats_by_release == std::map<std::string, int>{{"ok", 1}});  // w3 had released token 6
   CHECK(mentions(report, "w3 (pid 103"));  // both holders named
   CHECK(mentions(report, "w1 (pid 101"));
 }
