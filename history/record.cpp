@@ -59,6 +59,7 @@ void read_worker(const std::string& who, const std::vector<Event>& events, const
       ++record.incarnations;
     } else if (e.kind == "invoke") {
       open_invoke[e.pid] = i;
+      if (hold && hold->end_how == "open") hold->end_ns = e.t_ns;  // no `end` (a torn line): over by the next call
     } else if (e.kind == "fail" || e.kind == "grant") {
       const auto invoke = open_invoke[e.pid];
       const std::int64_t from = invoke ? events[*invoke].t_ns : e.t_ns;
