@@ -63,6 +63,18 @@ History clean_history() {
   return h;
 }
 
+// After the clean history, w1 holds token 7 from 300 to 400 and w2 is granted
+// token 8 at 350, inside it; with `told_via`, w1 gets a lost notice at 380
+// (late, after w2 got in, but told all the same).
+History overlap(const std::string& told_via = "") {
+  History h = clean_history();
+  h.section("w1", 101, 300, 300, 400, 7, 7);
+  if (!told_via.empty()) h.add(380, "w1", 101, "lost", {{"via", told_via}});
+  h.section("w2", 102, 310, 350, 450, 8, 8);
+  h.finish(500, 8);
+  return h;
+}
+
 bool mentions(const Report& report, const std::string& words) {
   for (const auto& violation : report.violations) {
     if (violation.find(words) != std::string::npos) return true;
@@ -86,12 +98,7 @@ TEST_CASE("a clean history passes", "[history]") {
 }
 
 TEST_CASE("an overlap whose earlier holder was never told is a violation", "[history]") {
-  History h = clean_history();
-  // w1 holds token 7 from 300 to 400; w2 is granted token 8 at 350, inside it.
-  h.section("w1", 101, 300, 300, 400, 7, 7);
-  h.section("w2", 102, 310, 350, 450, 8, 8);
-  h.finish(500, 8);
-  const Report report = h.check();
+  const Report report = overlap().check();
   INFO(dlock::history::format_report(report));
   CHECK_FALSE(report.passed());
   CHECK(report.overlaps == 1);
@@ -103,12 +110,7 @@ TEST_CASE("an overlap whose earlier holder was never told is a violation", "[his
 
 TEST_CASE("an overlap is excused when the earlier holder was told it lost the lock", "[history]") {
   for (const std::string via : {"hook", "flag", "error"}) {
-    History h = clean_history();
-    h.section("w1", 101, 300, 300, 400, 7, 7);
-    h.add(380, "w1", 101, "lost", {{"via", via}});  // told late, after w2 got in: still told
-    h.section("w2", 102, 310, 350, 450, 8, 8);
-    h.finish(500, 8);
-    const Report report = h.check();
+    const Report report = overlap(via).check();
     INFO(via << "\n" << dlock::history::format_report(report));
     CHECK(report.passed());
     CHECK(report.overlaps_excused_told == 1);
