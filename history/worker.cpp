@@ -1,0 +1,184 @@
+// A history worker: loops lock → read-modify-write of a counter → unlock on
+// one lock and appends every step to its own history file (event.hpp), so
+// the checker can later prove from the record what happened.
+//
+//   history_worker --port P --id N --file PATH [--mode watchdog|fixed]
+//                  [--lease-ms 1000] [--seed S] [--max-seconds 900]
+//
+// The counter is the plain string key `history:counter`, read with GET and
+// written with SET on a connection of its own: nothing but the lock keeps
+// two workers' read-modify-writes apart. The section checks its guard just
+// before the SET, as a careful user would; only a holder stopped between
+// that check and the SET can still write late.
+//
+// It survives every exception (records it and goes on), leaves after the
+// section in progress on SIGTERM, and dies with the driver (PDEATHSIG), so a
+// crashed driver leaves no worker behind. Bounded by --max-seconds.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "dlock/dlock.hpp"
+#include "event_log.hpp"
+#include "example_flags.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kLockKey = "history";
+constexpr const char* kCounterKey = "history:counter";
+
+std::atomic<bool> stop_requested{false};
+extern "C" void on_term(int) { stop_requested = true; }
+
+// The most specific dlock error class, for the record.
+std::string error_class(const std::exception& e) {
+  if (dynamic_cast<const dlock::LockLostError*>(&e)) return "LockLostError";
+  if (dynamic_cast<const dlock::LockTimeoutError*>(&e)) return "LockTimeoutError";
+  if (dynamic_cast<const dlock::ConnectionError*>(&e)) return "ConnectionError";
+  if (dynamic_cast<const dlock::RedisError*>(&e)) return "RedisError";
+  if (dynamic_cast<const dlock::NotOwnerError*>(&e)) return "NotOwnerError";
+  if (dynamic_cast<const dlock::InvalidArgument*>(&e)) return "InvalidArgument";
+  if (dynamic_cast<const dlock::Error*>(&e)) return "Error";
+  return "std::exception";
+}
+
+// An error reply to the counter's own GET or SET (e.g. -LOADING): nothing was written.
+struct ReplyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Worker {
+ public:
+  explicit Worker(const example::Flags& flags)
+      : log_(flags.text("--file", ""), "w" + flags.text("--id", "")),
+        fixed_lease_(flags.text("--mode", "watchdog") == "fixed"),
+        lease_(flags.number("--lease-ms", 1000, 1)),
+        random_(static_cast<unsigned>(flags.number("--seed", 1, 0))) {
+    config_.redis.host = "127.0.0.1";
+    config_.redis.port = static_cast<int>(flags.number("--port", 0, 1));
+    config_.redis.pool_size = 2;
+    config_.redis.connect_timeout = 500ms;
+    config_.redis.command_timeout = 1000ms;
+    config_.lock.watchdog_timeout = lease_;
+    config_.logging.level = "off";
+    log_.append("start", {{"mode", fixed_lease_ ? "fixed" : "watchdog"}, {"lease_ms", std::to_string(lease_.count())}});
+  }
+
+  void run(std::chrono::seconds max_time) {
+    const auto deadline = std::chrono::steady_clock::now() + max_time;
+    connect(deadline);
+    while (!stop_requested && std::chrono::steady_clock::now() < deadline) {
+      cycle();
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms_(random_)));
+    }
+    log_.append("stop");
+  }
+
+ private:
+  // make_lock_service fails fast while Redis is down or restarting: retry.
+  void connect(std::chrono::steady_clock::time_point deadline) {
+    while (!stop_requested && std::chrono::steady_clock::now() < deadline) {
+      try {
+        service_ = dlock::make_lock_service(config_);
+        data_ = std::make_shared<dlock::HiredisExecutor>(config_.redis);
+        service_->on_lost([this](const std::string&) { log_.append("lost", {{"via", "hook"}}); });
+        return;
+      } catch (const std::exception& e) {
+        log_.append("connect-fail", {{"error", error_class(e)}}, e.what());
+        std::this_thread::sleep_for(100ms);
+      }
+    }
+  }
+
+  void cycle() {
+    if (!service_) return;
+    log_.append("invoke");
+    dlock::LockGuard guard;
+    try {
+      dlock::LockOptions options{.wait = 3s};
+      if (fixed_lease_) options.lease = lease_;
+      guard = service_->lock(kLockKey, options);
+    } catch (const std::exception& e) {
+      log_.append("fail", {{"error", error_class(e)}}, e.what());
+      std::this_thread::sleep_for(20ms);
+      return;
+    }
+    log_.append("grant", {{"token", std::to_string(guard.fencing_token())}});
+    section(guard);
+    if (guard.lost()) log_.append("lost", {{"via", "flag"}});
+    try {
+      guard.unlock();
+      log_.append("release", {{"outcome", "ok"}});
+    } catch (const std::exception& e) {
+      if (dynamic_cast<const dlock::LockLostError*>(&e)) log_.append("lost", {{"via", "error"}});
+      log_.append("release", {{"outcome", "error"}, {"error", error_class(e)}}, e.what());
+    }
+  }
+
+  // GET, some work, check, SET value+1; records the outcome as `end`.
+  void section(const dlock::LockGuard& guard) {
+    std::string write = "none";  // becomes "unknown" once the SET is on its way
+    try {
+      const dlock::RedisReply got = data_->command({"GET", kCounterKey});
+      if (got.is_error()) throw ReplyError("GET " + std::string(kCounterKey) + " answered " + got.str);
+      const long long value = got.is_nil() ? 0 : std::stoll(got.str);
+      log_.append("read", {{"value", std::to_string(value)}});
+      std::this_thread::sleep_for(std::chrono::milliseconds(work_ms_(random_)));  // the work a fault lands in
+      guard.check();
+      write = "unknown";
+      const dlock::RedisReply set = data_->command({"SET", kCounterKey, std::to_string(value + 1)});
+      if (set.is_error()) {
+        write = "none";  // Redis refused it: not written
+        throw ReplyError("SET " + std::string(kCounterKey) + " answered " + set.str);
+      }
+      log_.append("end", {{"write", "ok"}, {"value", std::to_string(value + 1)}});
+    } catch (const std::exception& e) {
+      if (dynamic_cast<const dlock::LockLostError*>(&e)) log_.append("lost", {{"via", "error"}});
+      const std::string kind = dynamic_cast<const ReplyError*>(&e) ? "ReplyError" : error_class(e);
+      log_.append("end", {{"write", write}, {"error", kind}}, e.what());
+    }
+  }
+
+  dlock::history::EventLog log_;
+  bool fixed_lease_;
+  dlock::Millis lease_;
+  std::mt19937 random_;
+  std::uniform_int_distribution<int> work_ms_{5, 60};
+  std::uniform_int_distribution<int> pause_ms_{0, 20};
+  dlock::Config config_;
+  std::shared_ptr<dlock::RedisLockService> service_;
+  std::shared_ptr<dlock::HiredisExecutor> data_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const example::Flags flags(
+      argc, argv, {"--port", "--id", "--file", "--mode", "--lease-ms", "--seed", "--max-seconds"}, {},
+      "usage: history_worker --port P --id N --file PATH [--mode watchdog|fixed] [--lease-ms 1000] [--seed S]\n"
+      "                      [--max-seconds 900]\n");
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the driver
+  std::signal(SIGTERM, on_term);
+  const std::string mode = flags.text("--mode", "watchdog");
+  if (flags.text("--file", "").empty() || flags.text("--id", "").empty() || (mode != "watchdog" && mode != "fixed")) {
+    std::cerr << "history_worker: --file and --id are required; --mode is watchdog or fixed\n";
+    return 64;
+  }
+  try {
+    Worker worker(flags);
+    worker.run(std::chrono::seconds(flags.number("--max-seconds", 900, 1)));
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "history_worker: " << e.what() << "\n";
+    return 1;
+  }
+}
