@@ -12,6 +12,7 @@
 #include "dlock/detail/eviction_check.hpp"
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/detail/key_label.hpp"
+#include "dlock/detail/transient_state.hpp"
 #include "dlock/detail/service_core.hpp"
 #include "dlock/owner_token.hpp"
 
@@ -142,6 +143,14 @@ void ServiceCore::validate(std::string_view key, const LockOptions& options) con
   }
 }
 
+void ServiceCore::throw_if_transient(std::string_view key, const RedisReply& reply, std::string_view during) const {
+  const std::string_view state = transient_state(reply);
+  if (state.empty()) return;
+  throw ConnectionError(lock_label(key) + ": cannot " + std::string(during) + " now: redis " + redis_->endpoint() +
+                        " is in a passing state (" + reply.str + "); dlock waits it out within the call's wait: wait "
+                        "longer (LockOptions::wait or lock.wait_ms) if it lasts");
+}
+
 void ServiceCore::throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
                                     std::string_view during) const {
   if (reply.is_error() && reply.str.find(kWrongTypeError) != std::string::npos) {
@@ -198,6 +207,7 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
     RedisReply reply;
     try {
       reply = scripts_.run(kRenewScript, keys, args);
+      throw_if_transient(lock->key, reply, "re-enter");
     } catch (const ConnectionError&) {
       // The count is set, not added to: a try repeated after a lost reply counts once.
       const Clock::time_point now = Clock::now();
@@ -281,6 +291,7 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
       const std::string wait_arg = std::to_string(wait_left.count());
       const std::array<std::string_view, 5> args{id, lease_arg, wait_arg, window_arg, retention_arg};
       reply = scripts_.run(kAcquireScript, script_keys, args);
+      throw_if_transient(key, reply, "acquire");
     } catch (const ConnectionError&) {
       // An outage shorter than the wait is waited out; a reply lost to it is
       // harmless, since the next try, with the same id, adopts what it left.
@@ -413,6 +424,7 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
   RedisReply reply;
   try {
     reply = scripts_.run(kRenewScript, keys, args);
+    throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
                           ": its hold count in Redis may be one too high until the outermost release, which frees "
@@ -444,6 +456,7 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   try {
     // Without an offer, the script's plain form: three arguments.
     reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(3));
+    throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
                           " may not be released: if the release did not run, the lock expires by itself within its "

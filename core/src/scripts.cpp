@@ -1,6 +1,7 @@
 #include "dlock/scripts.hpp"
 
 #include "dlock/detail/small_buffer.hpp"
+#include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
 
 #include <algorithm>
@@ -270,6 +271,10 @@ void ScriptRunner::load_all() {
 
 std::string_view ScriptRunner::load(const Script& script) {
   RedisReply reply = redis_.command({"SCRIPT", "LOAD", std::string(script.source)});
+  if (!transient_state(reply).empty()) {
+    throw ConnectionError("redis " + redis_.endpoint() + ": cannot load the " + std::string(script.name) +
+                          " script now: " + reply.str);
+  }
   if (reply.type != RedisReply::Type::String) {
     throw RedisError("redis " + redis_.endpoint() + ": cannot load the " + std::string(script.name) +
                      " script: " + (reply.is_error() ? reply.str : std::string("unexpected reply")) +

@@ -82,6 +82,9 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
   [[noreturn]] void throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
                                       std::string_view during) const;
+  // Throws ConnectionError, naming the state, if Redis answered "not now" (LOADING, BUSY, ...):
+  // callers wait that out as they wait out an outage.
+  void throw_if_transient(std::string_view key, const RedisReply& reply, std::string_view during) const;
 
   const std::shared_ptr<RedisExecutor> redis_;
   const LockConfig config_;
