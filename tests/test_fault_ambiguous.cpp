@@ -1,8 +1,10 @@
 // Ambiguous commands: a call that timed out after it was sent may or may not
 // have run in Redis. What dlock does today:
-//   - an acquire that times out throws ConnectionError and records nothing
+//   - an acquire that times out throws ConnectionError and holds nothing
 //     locally; if Redis did run it, the lock it took is renewed by nobody and
-//     expires after its lease (it is never held forever);
+//     expires after its lease (it is never held forever), unless the same
+//     thread locks the key again first and takes that grant over (its id is
+//     remembered: a grant nobody was handed);
 //   - a release that times out throws ConnectionError, never reports success;
 //     a local waiter it was handing the lock to retries, and adopts the grant
 //     if the release ran after all;
@@ -22,15 +24,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Puts Redis to sleep for `seconds` on a thread of its own; join() when done.
-std::thread sleep_redis(const dlock::test::RedisServer& redis, const std::string& seconds) {
-  std::thread sleeper([&redis, seconds] {
-    dlock::test::run_back_to_back(redis, {{"DEBUG", "SLEEP", seconds}}, 10000ms);
-  });
-  std::this_thread::sleep_for(150ms);  // the server is asleep from here on
-  return sleeper;
-}
-
 auto short_timeouts(std::chrono::milliseconds lease) {
   return [lease](dlock::Config& c) {
     c.redis.command_timeout = 300ms;
@@ -45,7 +38,7 @@ TEST_CASE("an acquire that timed out while Redis slept never leaves a lock held 
   dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
   auto service = dlock::test::make_service(redis, short_timeouts(2000ms));
 
-  std::thread sleeper = sleep_redis(redis, "1.2");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "1.2");
   const auto sent = std::chrono::steady_clock::now();
   CHECK_THROWS_AS(service->lock("amb"), dlock::ConnectionError);
   CHECK(dlock::test::elapsed_ms(sent) < 1000);  // the command timeout, not the sleep
@@ -75,12 +68,12 @@ TEST_CASE("an acquire that timed out while Redis slept never leaves a lock held 
 TEST_CASE("an acquire that timed out but ran leaves no extra hold once the same thread takes the lock again",
           "[fault][ambiguous]") {
   // Counted as a re-entry, the hold the lost reply left would make Redis hold 2 while the thread
-  // holds 1, and the lock would outlive its owner's final release by a lease. The acquire script
-  // is told the holds the caller knows of and adopts such a hold instead.
+  // holds 1, and the lock would outlive its owner's final release by a lease. The thread's next
+  // acquisition of the key reuses the failed one's id and adopts that grant instead.
   dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
   auto service = dlock::test::make_service(redis, short_timeouts(5000ms));
 
-  std::thread sleeper = sleep_redis(redis, "1.0");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "1.0");
   CHECK_THROWS_AS(service->lock("amb2"), dlock::ConnectionError);
   sleeper.join();
   REQUIRE(redis.run({"EXISTS", "dlock:{amb2}"}) == "1");  // the timed-out acquire ran
@@ -101,7 +94,7 @@ TEST_CASE("a release that timed out while Redis slept is reported as a Connectio
   auto guard = service->lock("rel");
   REQUIRE(guard);
 
-  std::thread sleeper = sleep_redis(redis, "1.0");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "1.0");
   CHECK_THROWS_AS(guard.unlock(), dlock::ConnectionError);
   CHECK_FALSE(guard);
   CHECK(service->hold_count("rel") == 0);
@@ -123,7 +116,7 @@ TEST_CASE("a re-entrant acquire that timed out leaves the outer hold working and
   auto service = dlock::test::make_service(redis, short_timeouts(2000ms));
   auto outer = service->lock("nest");
 
-  std::thread sleeper = sleep_redis(redis, "1.0");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "1.0");
   CHECK_THROWS_AS(service->lock("nest"), dlock::ConnectionError);
   sleeper.join();
   CHECK(outer);
@@ -153,7 +146,7 @@ TEST_CASE("a release that timed out while handing the lock to a local waiter lea
   });
   REQUIRE(dlock::test::await_line(redis, "offer", 1));  // asleep in line: the release offers it the lock
 
-  std::thread sleeper = sleep_redis(redis, "1.0");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "1.0");
   CHECK_THROWS_AS(guard.unlock(), dlock::ConnectionError);
   sleeper.join();
   REQUIRE(waiter.wait_for(10s) == std::future_status::ready);

@@ -16,15 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Puts Redis to sleep for `seconds` on a thread of its own; join() when done.
-std::thread sleep_redis(const dlock::test::RedisServer& redis, const std::string& seconds) {
-  std::thread sleeper([&redis, seconds] {
-    dlock::test::run_back_to_back(redis, {{"DEBUG", "SLEEP", seconds}}, 10000ms);
-  });
-  std::this_thread::sleep_for(150ms);  // the server is asleep from here on
-  return sleeper;
-}
-
 auto short_command_timeout(dlock::Config& c) { c.redis.command_timeout = 300ms; }
 
 }  // namespace
@@ -35,7 +26,7 @@ TEST_CASE("a re-entrant lock whose try timed out counts its hold once, and the o
   auto service = dlock::test::make_service(redis, short_command_timeout);
   auto outer = service->lock("re");
 
-  std::thread sleeper = sleep_redis(redis, "1.0");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "1.0");
   auto inner = service->lock("re", {.wait = 5s});  // its first try times out, runs late, and is tried again
   sleeper.join();
   REQUIRE(inner);
@@ -53,7 +44,7 @@ TEST_CASE("a first acquire whose try timed out is adopted by its own retry, coun
   dlock::test::RedisServer redis({"--enable-debug-command", "yes"});
   auto service = dlock::test::make_service(redis, short_command_timeout);
 
-  std::thread sleeper = sleep_redis(redis, "1.0");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "1.0");
   auto guard = service->lock("first", {.wait = 5s});
   sleeper.join();
   REQUIRE(guard);
@@ -125,7 +116,7 @@ TEST_CASE("a lock() that failed after its try reached Redis leaves no hold in th
     c.redis.command_timeout = 300ms;
     c.lock.watchdog_timeout = 20000ms;
   });
-  std::thread sleeper = sleep_redis(redis, "1.0");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "1.0");
   CHECK_THROWS_AS(service->lock("orphan"), dlock::ConnectionError);
   sleeper.join();
   REQUIRE(redis.run({"EXISTS", "dlock:{orphan}"}) == "1");  // the failed try ran after all
@@ -215,7 +206,7 @@ TEST_CASE("a grant adopted after its fencing counter expired gets a new, greater
     REQUIRE(g);
     first = g.fencing_token();
   }
-  std::thread sleeper = sleep_redis(redis, "0.8");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "0.8");
   CHECK_THROWS_AS(service->lock("fence-orphan"), dlock::ConnectionError);
   sleeper.join();
   REQUIRE(redis.run({"EXISTS", "dlock:{fence-orphan}"}) == "1");  // the timed-out acquire ran: an orphan grant
@@ -236,7 +227,7 @@ TEST_CASE("an adopted grant takes exactly the adopter's lease, however long the 
     c.redis.command_timeout = 300ms;
     c.lock.watchdog_timeout = 10000ms;
   });
-  std::thread sleeper = sleep_redis(redis, "0.8");
+  std::thread sleeper = dlock::test::sleep_redis(redis, "0.8");
   CHECK_THROWS_AS(service->lock("lease-orphan"), dlock::ConnectionError);
   sleeper.join();
   REQUIRE(redis.run({"EXISTS", "dlock:{lease-orphan}"}) == "1");
