@@ -246,3 +246,24 @@ TEST_CASE("an adopted grant takes exactly the adopter's lease, however long the 
   auto taken = other->try_lock("lease-orphan", {.wait = 1500ms});
   CHECK(taken);
 }
+
+TEST_CASE("a grant that arrived already expired by the holder's clock is freed by its release, not a lease later",
+          "[identity][fault]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.redis.command_timeout = 3000ms;
+    c.lock.watchdog_timeout = 800ms;
+  });
+  // Redis stands still for longer than the lease while the acquire waits for its reply.
+  redis.freeze();
+  std::thread thaw([&redis] {
+    std::this_thread::sleep_for(1200ms);
+    redis.thaw();
+  });
+  auto guard = service->lock("late", {.wait = 5s});
+  thaw.join();
+  CHECK(guard.lost());  // its lease ran out by its own clock before it even learnt of it
+  REQUIRE(redis.run({"EXISTS", "dlock:{late}"}) == "1");  // while Redis granted it a full lease just now
+  CHECK_THROWS_AS(guard.unlock(), dlock::LockLostError);
+  CHECK(redis.run({"EXISTS", "dlock:{late}"}) == "0");
+}

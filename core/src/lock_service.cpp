@@ -405,14 +405,31 @@ void ServiceCore::release(Hold& hold, Release how) {
   if (final) watchdog_.unwatch(*lock);
   if (how == Release::locally_only) return;
   if (lock->lost_flag.load()) {
+    // Its hold may still be in Redis (a renewal that came too late, a grant
+    // that arrived already expired by our clock): the release, owner-checked
+    // by this acquisition's id, frees it now rather than a lease later, and
+    // never touches a later owner's lock.
+    if (final && !detached) release_quietly_after_loss(lock);
     throw LockLostError(lock_label(lock->key) +
-                        " was lost before this release (its lease ran out or it was taken over); Redis was left "
-                        "untouched; the critical section may have overlapped another holder");
+                        " was lost before this release (its lease ran out or it was taken over); another owner's "
+                        "lock was left untouched; the critical section may have overlapped another holder");
   }
   if (!final) return release_inner(lock, holds_left);
   // A detached hold keeps the lock until its lease ends, whoever releases last.
   if (detached) return;
   release_final(lock);
+}
+
+void ServiceCore::release_quietly_after_loss(const std::shared_ptr<HeldLock>& lock) {
+  try {
+    const LockNames names = names_for(lock->key);
+    const std::string window_arg = std::to_string(config_.turn_window.count());
+    const std::string retention_arg = std::to_string(config_.fence_retention.count());
+    const std::array<std::string_view, 3> args{lock->owner, window_arg, retention_arg};
+    scripts_.run(kReleaseScript, names.script_keys(), args);
+  } catch (const Error& e) {
+    logger_->debug("{}: releasing a hold that may have outlived its loss failed: {}", lock_label(lock->key), e.what());
+  }
 }
 
 void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds_left) {

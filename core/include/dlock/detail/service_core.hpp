@@ -72,6 +72,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void leave_line(const LockNames& names, const std::string& id);
   void release_inner(const std::shared_ptr<HeldLock>& lock, int holds_left);
   void release_final(const std::shared_ptr<HeldLock>& lock);
+  // Best effort, errors logged at debug: the final release of an acquisition already known lost.
+  void release_quietly_after_loss(const std::shared_ptr<HeldLock>& lock);
   LockGuard grant(std::string_view key, const LockNames& names, const std::string& id, const std::string& held,
                   std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
                   Clock::time_point called, int handoffs_in_a_row = 0);
