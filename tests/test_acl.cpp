@@ -152,3 +152,23 @@ TEST_CASE("a user without channel rights: release fails before it deletes anythi
   // Either the release worked and was reported as such, or it failed and changed nothing.
   CHECK((error.empty() ? redis.run({"EXISTS", "dlock:{acl}"}) == "0" : redis.run({"EXISTS", "dlock:{acl}"}) == "1"));
 }
+
+TEST_CASE("a user with the README's ACL keeps a watchdog-renewed lock across SCRIPT FLUSH", "[acl][watchdog]") {
+  // On NOSCRIPT the watchdog loads the renew script again on its own connection, with SCRIPT LOAD
+  // and EVALSHA (the ACL grants no EVAL).
+  dlock::test::RedisServer redis;
+  std::vector<std::string> argv = {"ACL", "SETUSER", "locker", "reset", "on", ">secret"};
+  for (const auto& right : dlock::test::readme_minimal_acl()) argv.push_back(right);
+  REQUIRE(redis.run(argv) == "OK");
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.redis.username = "locker";
+    c.redis.password = "secret";
+    c.lock.watchdog_timeout = 600ms;
+  });
+  auto guard = service->lock("flushed");
+  REQUIRE(redis.run({"SCRIPT", "FLUSH"}) == "OK");  // as after a restart, a failover or an operator's flush
+  std::this_thread::sleep_for(1500ms);              // two and a half leases: several renewal rounds
+  CHECK_FALSE(guard.lost());
+  CHECK(service->stats().lost == 0);
+  CHECK(std::stoll(redis.run({"PTTL", "dlock:{flushed}"})) > 0);  // still held in Redis
+}

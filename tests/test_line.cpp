@@ -9,6 +9,7 @@
 
 #include "fault_tools.hpp"
 #include "services.hpp"
+#include "dlock/scripts.hpp"
 #include "admin_connection.hpp"
 
 using namespace std::chrono_literals;
@@ -189,4 +190,35 @@ TEST_CASE("waiters keep their places when the server, not they, stood still for 
   CHECK(redis.run({"GET", "dlock:{k}:turn"}) == "first:1");
   CHECK(redis.run({"ZRANGE", "dlock:{k}:queue", "0", "-1"}) == "first:1 second:1");
   CHECK(std::stoll(redis.run({"ZSCORE", "dlock:{k}:alive", "second:1"})) > now);
+}
+
+TEST_CASE("after the server stood still, a newcomer that waits does not barge past the line", "[line][fault]") {
+  // The line as a freeze leaves it: both waiters' deadlines passed while nobody could be heard, the line
+  // was last heard from 1.5 windows ago, and the lock is free. The first script after the thaw is a
+  // newcomer's acquire with a wait: the line gets its extra window before anyone's presence is renewed.
+  dlock::test::RedisServer redis;
+  auto newcomer = dlock::test::make_service(redis);
+  const long long now = server_ms(redis);
+  redis.run({"ZADD", "dlock:{k}:queue", "1", "first:1", "2", "second:1"});
+  redis.run({"ZADD", "dlock:{k}:alive", std::to_string(now - 500), "first:1", std::to_string(now - 500), "second:1",
+             std::to_string(now - 1500), ""});
+  auto guard = newcomer->try_lock("k", {.wait = 200ms});
+  CHECK_FALSE(guard);
+  CHECK(redis.run({"ZRANGE", "dlock:{k}:queue", "0", "-1"}).rfind("first:1 second:1", 0) == 0);
+}
+
+TEST_CASE("after the server stood still, the second waiter's own retry does not take the first's turn", "[line][fault]") {
+  // The same line; the first script after the thaw is the second waiter's own retry.
+  dlock::test::RedisServer redis;
+  const long long now = server_ms(redis);
+  redis.run({"ZADD", "dlock:{k}:queue", "1", "first:1", "2", "second:1"});
+  redis.run({"ZADD", "dlock:{k}:alive", std::to_string(now - 500), "first:1", std::to_string(now - 500), "second:1",
+             std::to_string(now - 1500), ""});
+  const std::string reply =
+      redis.run({"EVAL", dlock::detail::kAcquireScript.source, "6", "dlock:{k}", "dlock:{k}:fence", "dlock:{k}:queue",
+                 "dlock:{k}:alive", "dlock:{k}:turn", "dlock:{k}:released", "second:1", "30000", "5000", "1000",
+                 "604800000"});
+  CHECK(reply.rfind("0 ", 0) == 0);  // told to wait
+  CHECK(redis.run({"HEXISTS", "dlock:{k}", "second:1"}) == "0");
+  CHECK(redis.run({"ZSCORE", "dlock:{k}:queue", "first:1"}) == "1");
 }

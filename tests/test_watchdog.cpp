@@ -98,3 +98,26 @@ TEST_CASE("remaining() reports the validity left by the local clock", "[watchdog
   dlock::LockGuard empty;
   CHECK(empty.remaining() == 0ms);
 }
+
+TEST_CASE("a short fixed lease is not reported lost while its validity lasts", "[watchdog]") {
+  // The watchdog's verdict comes ahead of the validity's end by at most a tenth of the lease.
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto guard = service->lock("short", {.lease = 25ms});
+  std::this_thread::sleep_for(3ms);
+  CHECK(guard.remaining() > 5ms);
+  CHECK_FALSE(guard.lost());
+  CHECK_NOTHROW(guard.unlock());
+  CHECK(redis.run({"EXISTS", "dlock:{short}"}) == "0");
+  CHECK(service->stats().lost == 0);
+}
+
+TEST_CASE("a short watchdog lease that the config accepts is renewed", "[watchdog]") {
+  // A renewal's I/O margins shrink with the lease, so it still has time to run.
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = 50ms; });
+  auto guard = service->lock("short-watchdog");
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(guard.lost());
+  CHECK(redis.run({"EXISTS", "dlock:{short-watchdog}"}) == "1");
+}

@@ -73,12 +73,12 @@ local function draw_fence(key, retention)
   if n < 9007199254740992 then return n end
   return redis.call('GET', key)
 end
--- The oldest waiter still presumed alive, and until when; drops the dead ahead of it.
 -- `alive` also holds, under the empty member, when a waiter was last heard
 -- from. If nobody was for a whole window, the server rather than its waiters
 -- stood still (a freeze, a long script, a restart), and their deadlines
 -- passed unseen: every waiter gets one more window instead of being dropped.
-local function live_head(queue, alive, window)
+-- Runs first in every script that looks at the line.
+local function forgive_stillness(alive, window)
   local heard = tonumber(redis.call('ZSCORE', alive, ''))
   if heard and now()[1] - heard > window then
     for _, member in ipairs(redis.call('ZRANGE', alive, 0, -1)) do
@@ -86,6 +86,10 @@ local function live_head(queue, alive, window)
     end
     redis.call('ZADD', alive, now()[1], '')
   end
+end
+-- The oldest waiter still presumed alive, and until when; drops the dead ahead of it.
+local function live_head(queue, alive, window)
+  forgive_stillness(alive, window)
   for _ = 1, 32 do
     local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if not first then return nil end
@@ -107,6 +111,7 @@ local function hand_turn(turn, channel, head, window)
 end
 -- Joins the line once, by arrival, and renews the caller's presence in it.
 local function stay_in_line(queue, alive, id, window)
+  forgive_stillness(alive, window)
   local t = now()
   if not redis.call('ZSCORE', queue, id) then redis.call('ZADD', queue, t[2], id) end
   redis.call('ZADD', alive, t[1] + window, id, t[1], '')
@@ -342,23 +347,21 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
   for (const auto& [keys, args] : calls) commands.push_back(evalsha(sha, keys, args));
   std::vector<RedisReply> replies = redis_.urgent_pipeline(commands, deadline);
 
-  // After a restart or SCRIPT FLUSH: send those again as EVAL, which also
-  // loads the script, on the same urgent path (SCRIPT LOAD would go through
-  // the pool, behind user traffic).
+  // After a restart or SCRIPT FLUSH: load the script and send those again,
+  // in one pipeline on the same urgent path (the pool would queue it behind
+  // user traffic). SCRIPT LOAD and EVALSHA, not EVAL: the README's minimal
+  // ACL grants just those.
   std::vector<std::size_t> retried_at;
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (is_noscript(replies[i])) retried_at.push_back(i);
   }
   if (retried_at.empty()) return replies;
-  std::vector<RedisCommand> retries;
-  for (std::size_t i : retried_at) {
-    RedisCommand command = evalsha(sha, calls[i].first, calls[i].second);
-    command[0] = "EVAL";
-    command[1] = script.source;
-    retries.push_back(std::move(command));
-  }
+  std::vector<RedisCommand> retries{{"SCRIPT", "LOAD", script.source}};
+  for (std::size_t i : retried_at) retries.push_back(evalsha(sha, calls[i].first, calls[i].second));
   std::vector<RedisReply> retried = redis_.urgent_pipeline(retries, deadline);
-  for (std::size_t j = 0; j < retried_at.size() && j < retried.size(); ++j) replies[retried_at[j]] = std::move(retried[j]);
+  for (std::size_t j = 0; j < retried_at.size() && j + 1 < retried.size(); ++j) {
+    replies[retried_at[j]] = std::move(retried[j + 1]);
+  }
   return replies;
 }
 

@@ -20,13 +20,19 @@ constexpr Millis kBatchWindow{20};
 // The watchdog gives its verdict this long before a lock's validity ends (a
 // renewal that has not succeeded by then cannot save it), so that the stop
 // token and the hook, which need this thread and the hook's to be scheduled,
-// still come before Redis can expire the lock on a loaded machine.
+// still come before Redis can expire the lock on a loaded machine. At most a
+// tenth of the lease: a short lease must not be lost at its grant.
 constexpr Millis kVerdictLead{25};
 // A renewal's I/O gives up this long before the first verdict it could
-// delay: socket timeouts fire late by a timer tick or more.
+// delay (socket timeouts fire late by a timer tick or more); at most a
+// twentieth of the lease, so a short lease's renewal still has time to run.
 constexpr Millis kIoMargin{10};
 
-Clock::time_point verdict_time(const HeldLock& lock) { return lock.valid_until_time() - kVerdictLead; }
+Clock::time_point verdict_time(const HeldLock& lock) {
+  return lock.valid_until_time() - std::min(kVerdictLead, Millis(lock.lease_ms.load()) / 10);
+}
+
+Millis io_margin(const HeldLock& lock) { return std::min(kIoMargin, Millis(lock.lease_ms.load()) / 20); }
 
 Millis renewal_period(const HeldLock& lock) { return Millis(lock.lease_ms.load()) / 3; }
 
@@ -276,7 +282,7 @@ void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
     // The I/O gives up before the first verdict among these locks: a reply
     // after it could not save that one, and the others are tried again.
     Clock::time_point deadline = Clock::time_point::max();
-    for (const auto& lock : batch) deadline = std::min(deadline, verdict_time(*lock) - kIoMargin);
+    for (const auto& lock : batch) deadline = std::min(deadline, verdict_time(*lock) - io_margin(*lock));
     guard.unlock();
 
     LostList lost;

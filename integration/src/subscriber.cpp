@@ -215,15 +215,14 @@ class Loop {
       if (errno == EINTR) return;
       connection_->fail("waiting for messages");
     }
-    if (ready == 0) {
-      check_liveness();
-      return;
-    }
-    if (watched[1].revents != 0) drain_wake_fd();
-    if (watched[0].revents != 0) {
+    if (ready > 0 && watched[1].revents != 0) drain_wake_fd();
+    if (ready > 0 && watched[0].revents != 0) {
       if (redisBufferRead(connection_->context()) != REDIS_OK) connection_->fail("reading messages");
       last_heard_ = Clock::now();
     }
+    // On every pass, not only when poll() timed out: a stream of wake-ups
+    // (subscriptions coming and going) must not postpone the PING.
+    check_liveness();
   }
 
   // How long poll() may sleep: forever with nothing subscribed, else until
