@@ -15,8 +15,7 @@ std::vector<RedisReply> ReservedConnection::pipeline(const std::vector<RedisComm
                            ": no answer before the renewal's deadline; the locks it renews count as lost by the "
                            "local clock if none comes in time");
   };
-  std::unique_lock guard(mutex_, deadline);
-  if (!guard) throw too_late();
+  std::lock_guard guard(mutex_);
   const auto left = std::chrono::ceil<Millis>(deadline - std::chrono::steady_clock::now());
   if (left <= Millis(0)) throw too_late();
   try {

@@ -24,7 +24,8 @@ class ReservedConnection {
 
  private:
   const RedisConfig config_;
-  std::timed_mutex mutex_;
+  // Only the watchdog's renewer uses it, one call at a time: never contended.
+  std::mutex mutex_;
   std::unique_ptr<RedisConnection> connection_;  // guarded by mutex_
 };
 
