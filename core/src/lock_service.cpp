@@ -71,7 +71,7 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
       fork_generation_(fork_generation()),
       scripts_(*redis_),
       waiters_(*redis_),
-      notifier_(logger_),
+      notifier_(*logger_),
       watchdog_(scripts_, stats_, logger_) {
   if (config_.watchdog_timeout <= Millis(0)) {
     throw InvalidArgument("lock.watchdog_timeout_ms is " + std::to_string(config_.watchdog_timeout.count()) +

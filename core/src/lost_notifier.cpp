@@ -4,14 +4,13 @@
 
 namespace dlock::detail {
 
-LostNotifier::LostNotifier(std::shared_ptr<spdlog::logger> logger) : state_(std::make_shared<State>()) {
-  state_->logger = std::move(logger);
-}
+LostNotifier::LostNotifier(spdlog::logger& logger) : state_(std::make_shared<State>()) { state_->logger = &logger; }
 
 LostNotifier::~LostNotifier() {
   {
     std::lock_guard guard(state_->mutex);
     state_->stopping = true;
+    state_->logger = nullptr;
   }
   state_->posted.notify_all();
   if (!thread_.joinable()) return;
@@ -45,16 +44,20 @@ void LostNotifier::run(const std::shared_ptr<State>& state) {
     auto [hook, key] = std::move(state->queue.front());
     state->queue.pop_front();
     guard.unlock();
+    std::string failure;
     try {
       hook(key);
     } catch (const std::exception& e) {
-      state->logger->error("on_lost hook for {} threw: {}", lock_label(key), e.what());
+      failure = e.what();
     } catch (...) {
-      state->logger->error("on_lost hook for {} threw a non-standard exception", lock_label(key));
+      failure = "a non-standard exception";
     }
     // Destroyed here, outside the mutex: a hook's captures may hold the last reference to a service.
     hook = nullptr;
     guard.lock();
+    if (!failure.empty() && state->logger) {
+      state->logger->error("on_lost hook for {} threw: {}", lock_label(key), failure);
+    }
   }
 }
 

@@ -23,7 +23,9 @@ class LostNotifier {
  public:
   using Hook = std::function<void(const std::string& key)>;
 
-  explicit LostNotifier(std::shared_ptr<spdlog::logger> logger);
+  // `logger` must outlive this notifier; the thread, which may outlive it,
+  // logs through it only until the notifier is destroyed.
+  explicit LostNotifier(spdlog::logger& logger);
   // Runs the hooks still posted, then joins; from inside a hook, detaches
   // instead (the thread then finishes the queue and exits by itself).
   ~LostNotifier();
@@ -37,8 +39,11 @@ class LostNotifier {
 
  private:
   struct State {
-    std::shared_ptr<spdlog::logger> logger;
     std::mutex mutex;
+    // Guarded by mutex; null once the notifier is gone. Never a shared_ptr:
+    // the thread, detached when a hook drops the service, must not hold a
+    // reference to a logger it does not own.
+    spdlog::logger* logger = nullptr;
     std::condition_variable posted;               // with mutex
     std::deque<std::pair<Hook, std::string>> queue;  // guarded by mutex
     bool stopping = false;                        // guarded by mutex
