@@ -264,7 +264,9 @@ std::string ServiceCore::acquisition_id(const std::string& held, const std::stri
 void ServiceCore::remember_orphan(const std::string& held, const std::string& id, Millis lease) {
   const Clock::time_point now = Clock::now();
   std::lock_guard guard(mutex_);
-  if (orphans_.size() >= kMaxOrphans) std::erase_if(orphans_, [now](const auto& entry) { return entry.second.expires <= now; });
+  if (orphans_.size() >= kMaxOrphans) {
+    std::erase_if(orphans_, [now](const auto& entry) { return entry.second.expires <= now; });
+  }
   if (orphans_.size() >= kMaxOrphans) return;  // the grant, if any, idles out its lease
   orphans_[held] = Orphan{id, now + lease};
 }
@@ -338,7 +340,8 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
   leave_line(names, id);
   stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
-  throw LockTimeoutError(lock_label(key) + ": not acquired within " + std::to_string(std::chrono::duration_cast<Millis>(deadline - called).count()) +
+  const long long waited_ms = std::chrono::duration_cast<Millis>(deadline - called).count();
+  throw LockTimeoutError(lock_label(key) + ": not acquired within " + std::to_string(waited_ms) +
                          " ms; another owner holds it or waits ahead in line (lease or turn left " +
                          std::to_string(last_nap_ms) + " ms); wait longer (LockOptions::wait or lock.wait_ms) or "
                          "use try_lock");

@@ -149,7 +149,8 @@ class Child {
 // on a thread of its own, and returns once it sleeps; join() the thread when
 // done. Commands sent meanwhile time out on the client, and run when it wakes.
 inline std::thread sleep_redis(const RedisServer& redis, const std::string& seconds) {
-  std::thread sleeper([&redis, seconds] { run_back_to_back(redis, {{"DEBUG", "SLEEP", seconds}}, std::chrono::seconds(10)); });
+  std::thread sleeper(
+      [&redis, seconds] { run_back_to_back(redis, {{"DEBUG", "SLEEP", seconds}}, std::chrono::seconds(10)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   return sleeper;
 }
