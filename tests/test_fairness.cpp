@@ -43,9 +43,7 @@ TEST_CASE("a released lock is kept for the waiter whose turn it is, and a dead w
   auto other = dlock::test::make_service(redis);
   auto guard = holder->lock("k");
   // A waiter that lined up and then died: last heard from now, so presumed alive for one window (1 s).
-  const std::string time = redis.run({"TIME"});
-  const long long now_ms = std::stoll(time.substr(0, time.find(' '))) * 1000 +
-                           std::stoll(time.substr(time.find(' ') + 1)) / 1000;
+  const long long now_ms = dlock::test::server_ms(redis);
   redis.run({"ZADD", "dlock:{k}:queue", "1", "ghost:1"});
   redis.run({"ZADD", "dlock:{k}:alive", std::to_string(now_ms + 1000), "ghost:1"});
   guard.unlock();

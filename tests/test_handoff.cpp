@@ -149,8 +149,7 @@ TEST_CASE("a waiter that gives up frees a lock handed to it that it never learnt
     return redis.run({"EVAL", source, "6", p, p + ":fence", p + ":queue", p + ":alive", p + ":turn", p + ":released",
                       id, "1000"});
   };
-  const std::string time = redis.run({"TIME"});
-  const std::string alive_until = std::to_string(std::stoll(time.substr(0, time.find(' '))) * 1000 + 60000);
+  const std::string alive_until = std::to_string(dlock::test::server_ms(redis) + 60000);
   redis.run({"ZADD", "dlock:{h}:alive", alive_until, "next:1"});
   redis.run({"ZADD", "dlock:{h}:alive", alive_until, "gone:1"});
   CHECK(leave("h", "gone:1") == "1");

@@ -16,12 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Milliseconds by the server's clock, as the scripts read it.
-long long server_ms(const dlock::test::RedisServer& redis) {
-  const std::string time = redis.run({"TIME"});
-  return std::stoll(time.substr(0, time.find(' '))) * 1000 + std::stoll(time.substr(time.find(' ') + 1)) / 1000;
-}
-
 // Eight waiters arrive in a known order, each in line before the next comes;
 // each takes the lock with a short fixed lease and never releases it. Returns
 // the order in which they got it.
@@ -95,7 +89,7 @@ TEST_CASE("a live waiter whose turn lapsed keeps its place at the head of the li
   dlock::test::RedisServer redis;
   auto other = dlock::test::make_service(redis);
   // A free lock; at the head a waiter last heard from now (alive for 5 s) that missed its turn's notice.
-  const std::string alive_until = std::to_string(server_ms(redis) + 5000);
+  const std::string alive_until = std::to_string(dlock::test::server_ms(redis) + 5000);
   redis.run({"ZADD", "dlock:{k}:queue", "1", "late:1"});
   redis.run({"ZADD", "dlock:{k}:alive", alive_until, "late:1"});
   // Nobody else takes it: neither a try once, nor a waiter who came later...
@@ -181,7 +175,7 @@ TEST_CASE("waiters keep their places when the server, not they, stood still for 
   dlock::test::RedisServer redis;
   auto holder = dlock::test::make_service(redis);
   auto guard = holder->lock("k");
-  const long long now = server_ms(redis);
+  const long long now = dlock::test::server_ms(redis);
   redis.run({"ZADD", "dlock:{k}:queue", "1", "first:1", "2", "second:1"});
   redis.run({"ZADD", "dlock:{k}:alive", std::to_string(now - 500), "first:1", std::to_string(now - 500), "second:1",
              std::to_string(now - 1500), ""});
@@ -198,7 +192,7 @@ TEST_CASE("after the server stood still, a newcomer that waits does not barge pa
   // newcomer's acquire with a wait: the line gets its extra window before anyone's presence is renewed.
   dlock::test::RedisServer redis;
   auto newcomer = dlock::test::make_service(redis);
-  const long long now = server_ms(redis);
+  const long long now = dlock::test::server_ms(redis);
   redis.run({"ZADD", "dlock:{k}:queue", "1", "first:1", "2", "second:1"});
   redis.run({"ZADD", "dlock:{k}:alive", std::to_string(now - 500), "first:1", std::to_string(now - 500), "second:1",
              std::to_string(now - 1500), ""});
@@ -210,7 +204,7 @@ TEST_CASE("after the server stood still, a newcomer that waits does not barge pa
 TEST_CASE("after the server stood still, the second waiter's own retry does not take the first's turn", "[line][fault]") {
   // The same line; the first script after the thaw is the second waiter's own retry.
   dlock::test::RedisServer redis;
-  const long long now = server_ms(redis);
+  const long long now = dlock::test::server_ms(redis);
   redis.run({"ZADD", "dlock:{k}:queue", "1", "first:1", "2", "second:1"});
   redis.run({"ZADD", "dlock:{k}:alive", std::to_string(now - 500), "first:1", std::to_string(now - 500), "second:1",
              std::to_string(now - 1500), ""});

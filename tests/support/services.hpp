@@ -43,6 +43,12 @@ inline bool await_line(const RedisServer& redis, const std::string& key, int cou
   return reached;
 }
 
+// Milliseconds by the Redis server's clock (TIME), as the scripts read it.
+inline long long server_ms(const RedisServer& redis) {
+  const std::string time = redis.run({"TIME"});
+  return std::stoll(time.substr(0, time.find(' '))) * 1000 + std::stoll(time.substr(time.find(' ') + 1)) / 1000;
+}
+
 inline long long elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
 }
