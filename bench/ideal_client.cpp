@@ -44,38 +44,41 @@ void IdealClient::round_trip() {
 
 namespace {
 
-// The six names of dlock's line scripts, in their order, for the lock's full name.
+// The five keys of dlock's line scripts, in their order, for the lock's full name.
 struct Names {
-  explicit Names(const std::string& key)
-      : all{key, key + ":fence", key + ":queue", key + ":alive", key + ":turn", key + ":released"} {}
-  std::string all[6];
+  explicit Names(const std::string& key) : all{key, key + ":fence", key + ":queue", key + ":alive", key + ":turn"} {}
+  std::string all[5];
 };
+
+// What dlock sends with every acquire and release: the turn window and the fence retention (and the wait, 0).
+const std::string kAcquireSettings = "0 1000 604800000";
+const std::string kReleaseSettings = "1000 604800000";
 
 }  // namespace
 
 bool IdealClient::acquire(const std::string& key, const std::string& owner, long long lease_ms) {
   const Names names(key);
   const std::string lease = std::to_string(lease_ms);
-  const char* argv[] = {"EVALSHA",  acquire_sha_.data(), "6",         names.all[0].data(), names.all[1].data(),
-                        names.all[2].data(), names.all[3].data(), names.all[4].data(), names.all[5].data(),
-                        owner.data(), lease.data(), "0", "1000", "604800000"};
+  const char* argv[] = {"EVALSHA",           acquire_sha_.data(), "5",          names.all[0].data(),
+                        names.all[1].data(), names.all[2].data(), names.all[3].data(), names.all[4].data(),
+                        owner.data(),        lease.data(),        kAcquireSettings.data()};
   const size_t lens[] = {7, acquire_sha_.size(), 1, names.all[0].size(), names.all[1].size(), names.all[2].size(),
-                         names.all[3].size(), names.all[4].size(), names.all[5].size(), owner.size(), lease.size(), 1,
-                         4, 9};
-  redisReply* reply = call(14, argv, lens);
-  bool acquired = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 && reply->element[0]->integer == 1;
+                         names.all[3].size(), names.all[4].size(), owner.size(), lease.size(), kAcquireSettings.size()};
+  redisReply* reply = call(11, argv, lens);
+  // Granted: the fencing token (an integer > 0, or text); not granted: an integer <= 0.
+  bool acquired = reply->type == REDIS_REPLY_STRING || (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0);
   freeReplyObject(reply);
   return acquired;
 }
 
 void IdealClient::release(const std::string& key, const std::string& owner) {
   const Names names(key);
-  const char* argv[] = {"EVALSHA",  release_sha_.data(), "6",         names.all[0].data(), names.all[1].data(),
-                        names.all[2].data(), names.all[3].data(), names.all[4].data(), names.all[5].data(),
-                        owner.data(), "1000", "604800000"};
+  const char* argv[] = {"EVALSHA",           release_sha_.data(), "5",          names.all[0].data(),
+                        names.all[1].data(), names.all[2].data(), names.all[3].data(), names.all[4].data(),
+                        owner.data(),        kReleaseSettings.data()};
   const size_t lens[] = {7, release_sha_.size(), 1, names.all[0].size(), names.all[1].size(), names.all[2].size(),
-                         names.all[3].size(), names.all[4].size(), names.all[5].size(), owner.size(), 4, 9};
-  freeReplyObject(call(12, argv, lens));
+                         names.all[3].size(), names.all[4].size(), owner.size(), kReleaseSettings.size()};
+  freeReplyObject(call(10, argv, lens));
 }
 
 void IdealClient::set_holds(const std::string& key, const std::string& owner, long long lease_ms, int holds) {

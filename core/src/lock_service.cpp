@@ -68,6 +68,8 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
       config_(std::move(config)),
       logger_(logger ? std::move(logger) : default_logger()),
       instance_id_(random_instance_id()),
+      line_settings_(std::to_string(config_.turn_window.count()) + ' ' +
+                     std::to_string(config_.fence_retention.count())),
       fork_generation_(fork_generation()),
       scripts_(*redis_),
       waiters_(*redis_),
@@ -276,10 +278,8 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
                                      Clock::time_point deadline, bool throw_on_timeout) {
   const LockNames names = names_for(key);
   const std::string id = acquisition_id(held, thread_owner);
-  const std::array<std::string_view, 6> script_keys = names.script_keys();
+  const std::array<std::string_view, 5> script_keys = names.script_keys();
   const std::string lease_arg = std::to_string(lease.count());
-  const std::string window_arg = std::to_string(config_.turn_window.count());
-  const std::string retention_arg = std::to_string(config_.fence_retention.count());
   // A waiter re-confirms its place in line at least this often.
   const Millis refresh = config_.turn_window / 3;
 
@@ -290,8 +290,8 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
     RedisReply reply;
     try {
-      const std::string wait_arg = std::to_string(wait_left.count());
-      const std::array<std::string_view, 5> args{id, lease_arg, wait_arg, window_arg, retention_arg};
+      const std::string settings_arg = std::to_string(wait_left.count()) + ' ' + line_settings_;
+      const std::array<std::string_view, 3> args{id, lease_arg, settings_arg};
       reply = scripts_.run(kAcquireScript, script_keys, args);
       throw_if_transient(key, reply, "acquire");
     } catch (const ConnectionError&) {
@@ -311,16 +311,14 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
       }
       continue;
     }
-    if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.size() < 2 ||
-        reply.elements[0].type != RedisReply::Type::Integer) {
-      throw_reply_error(key, names, reply, "acquire");
-    }
-    if (reply.elements[0].integer == 1) {
-      const std::optional<std::uint64_t> token = token_of(reply.elements[1]);
+    // Granted: the token (an integer > 0, or text). Not granted: -1 - nap.
+    if (reply.type == RedisReply::Type::String || (reply.type == RedisReply::Type::Integer && reply.integer > 0)) {
+      const std::optional<std::uint64_t> token = token_of(reply);
       if (!token) throw_reply_error(key, names, reply, "acquire");
       return grant(key, names, id, held, *token, lease, renewed, sent, called);
     }
-    last_nap_ms = reply.elements[1].integer;
+    if (reply.type != RedisReply::Type::Integer) throw_reply_error(key, names, reply, "acquire");
+    last_nap_ms = -1 - reply.integer;
     const Clock::time_point now = Clock::now();
     if (now >= deadline) break;
     if (!ticket) {
@@ -426,9 +424,7 @@ void ServiceCore::release(Hold& hold, Release how) {
 void ServiceCore::release_quietly_after_loss(const std::shared_ptr<HeldLock>& lock) {
   try {
     const LockNames names = names_for(lock->key);
-    const std::string window_arg = std::to_string(config_.turn_window.count());
-    const std::string retention_arg = std::to_string(config_.fence_retention.count());
-    const std::array<std::string_view, 3> args{lock->owner, window_arg, retention_arg};
+    const std::array<std::string_view, 2> args{lock->owner, line_settings_};
     scripts_.run(kReleaseScript, names.script_keys(), args);
   } catch (const Error& e) {
     logger_->debug("{}: releasing a hold that may have outlived its loss failed: {}", lock_label(lock->key), e.what());
@@ -463,19 +459,18 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
 
 void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   const LockNames names = names_for(lock->key);
-  const std::string window_arg = std::to_string(config_.turn_window.count());
-  const std::string retention_arg = std::to_string(config_.fence_retention.count());
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
   WaiterTable::Offer offer = waiters_.offer(names.channel(), lock->owner);
-  const std::string candidate_lease_arg = offer ? std::to_string(offer.lease_ms()) : std::string();
-  const std::array<std::string_view, 6> args{
-      lock->owner, window_arg, retention_arg, offer ? std::string_view(offer.owner()) : std::string_view(),
-      candidate_lease_arg, lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? "1" : "0"};
+  const std::string offer_arg =
+      offer ? offer.owner() + ' ' + std::to_string(offer.lease_ms()) + ' ' +
+                  (lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? '1' : '0')
+            : std::string();
+  const std::array<std::string_view, 3> args{lock->owner, line_settings_, offer_arg};
   const Clock::time_point sent = Clock::now();
   RedisReply reply;
   try {
-    // Without an offer, the script's plain form: three arguments.
-    reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(3));
+    // Without an offer, the script's plain form: two arguments.
+    reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(2));
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
@@ -483,31 +478,31 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
                           "lease (" + std::to_string(lock->lease_ms.load()) + " ms); if it did, it was freed or handed "
                           "to the next waiter");
   }
-  const bool well_formed = reply.type == RedisReply::Type::Array && !reply.elements.empty() &&
-                           reply.elements[0].type == RedisReply::Type::Integer;
-  const long long status = well_formed ? reply.elements[0].integer : -2;
+  // Released: the waiter told of its turn ('' if none), as text. Handed
+  // over to the offered waiter: {token}. Not this acquisition's: 0.
+  const bool released = reply.type == RedisReply::Type::String;
+  const bool not_owner = is_integer(reply, 0);
+  const std::optional<std::uint64_t> handed_token =
+      offer && reply.type == RedisReply::Type::Array && reply.elements.size() == 1 ? token_of(reply.elements[0])
+                                                                                  : std::nullopt;
   // Settle the offer first: the waiter must not sit out what follows (a
   // lost-lock hook runs user code). Without a grant, it tries by itself.
-  const std::optional<std::uint64_t> handed_token =
-      offer && status == 2 && reply.elements.size() >= 2 ? token_of(reply.elements[1]) : std::nullopt;
   if (handed_token) {
     offer.grant({*handed_token, sent, lock->handoffs_in_a_row + 1});
   } else {
     offer.decline();
   }
-  if (reply.is_error() || !well_formed || status < -1 || status == 1 || status > 2) {
-    throw_reply_error(lock->key, names, reply, "release");
-  }
-  if (status == -1) {
+  if (!released && !not_owner && !handed_token) throw_reply_error(lock->key, names, reply, "release");
+  if (not_owner) {
     handle_lost(lock, "release found it was no longer this owner's");
     throw LockLostError(lock_label(lock->key) +
                         " was no longer this owner's when released (its lease ran out or it was taken over); the "
                         "new owner's lock was left untouched; the critical section may have overlapped another holder");
   }
   stats_.released.fetch_add(1, std::memory_order_relaxed);
-  if (status == 0 && reply.elements.size() >= 2 && !reply.elements[1].str.empty()) {
+  if (released && !reply.str.empty()) {
     // The next turn may be a waiter of this process: wake it now rather than after the notice's round trip.
-    waiters_.notify(names.channel(), reply.elements[1].str);
+    waiters_.notify(names.channel(), reply.str);
   }
 }
 

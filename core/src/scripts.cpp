@@ -15,8 +15,9 @@ namespace dlock::detail {
 // everything that can fail before its first write. The prelude holds what
 // several scripts share.
 //
-// Every script that touches the line takes the same six names (LockNames::
-// script_keys): lock, fence, queue, alive, turn, channel. The line is two
+// Every script that touches the line takes the same five keys (LockNames::
+// script_keys): lock, fence, queue, alive, turn; the channel's name is the
+// lock's with ':released' (a channel is no key). The line is two
 // sorted sets: `queue` orders waiters by arrival (µs, server clock), `alive`
 // holds the time (ms) until which each is presumed alive; a waiter renews it
 // on every try, at least every third of the turn window. A waiter not heard
@@ -44,16 +45,16 @@ local function now()
   end
   return clock
 end
--- Draws the next fencing token from `key`, before the caller's first write.
--- A counter that is new, or that expired (`retention` ms after its seeding:
--- INCR keeps the expiry), is seeded from the server's clock in µs, so tokens
--- keep growing over a key's whole life while the clock does not go back and
--- a key is granted less than once per µs on average. Returns nil, leaving `key` as it was, if it holds
--- no count: another type, text that is no number, a negative number, or one
--- INCR refuses (leading zeros, 2^63-1). A token past 2^53 travels as text:
--- Lua numbers are exact only to 2^53.
-local function draw_fence(key, retention)
-  local n = redis.pcall('INCR', key)
+-- Settles the fencing token just drawn from `key` by `INCR` (under pcall:
+-- `n` is its reply), before the caller's first write. A counter that is new,
+-- or that expired (`retention` ms after its seeding: INCR keeps the expiry),
+-- is seeded from the server's clock in µs, so tokens keep growing over a
+-- key's whole life while the clock does not go back and a key is granted less
+-- than once per µs on average. Returns nil, leaving `key` as it was, if it
+-- holds no count: another type, text that is no number, a negative number, or
+-- one INCR refuses (leading zeros, 2^63-1). A token past 2^53 travels as
+-- text: Lua numbers are exact only to 2^53.
+local function settle_fence(key, retention, n)
   if type(n) == 'table' then
     -- Anything but a refusal of the value (a read-only replica, an ACL) is Redis' own answer.
     local err = n.err or ''
@@ -72,6 +73,9 @@ local function draw_fence(key, retention)
   end
   if n < 9007199254740992 then return n end
   return redis.call('GET', key)
+end
+local function draw_fence(key, retention)
+  return settle_fence(key, retention, redis.pcall('INCR', key))
 end
 -- `alive` also holds, under the empty member, when a waiter was last heard
 -- from. If nobody was for a whole window, the server rather than its waiters
@@ -133,18 +137,40 @@ end
 
 }  // namespace
 
-// KEYS: lock, fence, queue, alive, turn, channel. ARGV: acquisition id, lease_ms, wait_ms (0: try once, stay out
-// of line), window_ms, fence retention_ms. A first acquisition only: re-entry renews with a hold count.
-const Script kAcquireScript{"acquire", kPrelude + R"lua(
-local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local id, lease, wait, window, retention = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
--- Free, and nobody in line: the common case, in as few calls as it takes.
+// KEYS: lock, fence, queue, alive, turn. ARGV: acquisition id, lease_ms, "wait_ms window_ms retention_ms" (wait 0:
+// try once, stay out of line; window: the turn window; retention: the fencing counter's). A first acquisition
+// only: re-entry renews with a hold count. The settings the fast path does not need travel as one argument: each
+// argument costs the server as much as one call of the script.
+// Replies are scalars, never tables (Redis converts a table reply field by field, which cost the server as much as
+// the rest of the fast path): granted, the fencing token (an integer > 0, or text past 2^53); not granted, the
+// integer -1 - nap, where nap is how long (ms) the caller may sleep before its next try, -1 if the holder set no
+// lease.
+const Script kAcquireScript{"acquire", R"lua(
+local lock, fence, queue, alive, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local id, lease = ARGV[1], ARGV[2]
+-- Free, and nobody in line: the common case, in as few calls as it takes and
+-- before the prelude's helpers are defined (defining them costs the server as
+-- much as a call). A counter that is new or holds no plain count goes on to
+-- be settled below.
+local drawn
 if redis.call('EXISTS', lock, queue) == 0 then
-  local token, refused = draw_fence(fence, retention)
+  drawn = redis.pcall('INCR', fence)
+  if type(drawn) == 'number' and drawn > 1 and drawn < 9007199254740992 then
+    redis.call('HSET', lock, id, 1)
+    redis.call('PEXPIRE', lock, lease)
+    return drawn
+  end
+end
+)lua" + kPrelude + R"lua(
+local channel = lock .. ':released'
+local wait, window, retention = string.match(ARGV[3], '^(%d+) (%d+) (%d+)$')
+wait, window = tonumber(wait), tonumber(window)
+if drawn ~= nil then
+  local token, refused = settle_fence(fence, retention, drawn)
   if not token then return refused or not_a_counter(fence) end
   redis.call('HSET', lock, id, 1)
   redis.call('PEXPIRE', lock, lease)
-  return {1, token}
+  return token
 end
 local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
@@ -159,11 +185,11 @@ if redis.call('EXISTS', lock) == 1 then
     redis.call('HSET', lock, id, 1)
     redis.call('PEXPIRE', lock, lease)
     leave_line(queue, alive, id)
-    return {1, token}
+    return token
   end
   -- Held by another: wait in line, no longer than its lease.
   if wait > 0 then stay_in_line(queue, alive, id, window) end
-  return {0, redis.call('PTTL', lock)}
+  return -1 - redis.call('PTTL', lock)
 end
 -- Free, with a line: it is the oldest live waiter's, however it became free
 -- (released, expired, its holder crashed). Anyone else tells that waiter so.
@@ -172,7 +198,7 @@ if wait > 0 then stay_in_line(queue, alive, id, window) end
 local head, head_until = live_head(queue, alive, window)
 if head and head ~= id then
   hand_turn(turn, channel, head, window)
-  return {0, head_until - now()[1] + 1}
+  return -1 - (head_until - now()[1] + 1)
 end
 -- Free, and this caller's turn (or everyone in line was dead): take it.
 local token, refused = draw_fence(fence, retention)
@@ -183,51 +209,58 @@ if head then
   leave_line(queue, alive, id)
   redis.call('DEL', turn)
 end
-return {1, token}
+return token
 )lua"};
 
-// KEYS: lock, fence, queue, alive, turn, channel. ARGV: acquisition id, window_ms, fence retention_ms[, candidate,
-// candidate_lease_ms, may_bypass]. The final release of an acquisition (inner releases renew with a hold count).
+// KEYS: lock, fence, queue, alive, turn. ARGV: acquisition id, "window_ms retention_ms"[, "candidate
+// candidate_lease_ms may_bypass"]. The final release of an acquisition (inner releases renew with a hold count).
 // The candidate is a waiter of the releasing process, known to be alive and asleep in line: the release grants it
 // the lock outright, sparing it the round trip of its own acquire, if it is the head of the line or if may_bypass
 // is '1' (the lock has not yet stayed in the releaser's process too many times in a row).
-const Script kReleaseScript{"release", kPrelude + R"lua(
-local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local id, window, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+// Replies: 0, not this acquisition's (nothing changed); text, released, naming the waiter told of its turn ('' if
+// none); a one-element array {token}, handed over to the candidate with that fencing token.
+const Script kReleaseScript{"release", R"lua(
+local lock, fence, queue, alive, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local id = ARGV[1]
 local held = redis.pcall('HEXISTS', lock, id)
-if type(held) ~= 'number' then return redis.error_reply('DLOCK_WRONGTYPE ' .. lock .. ' is not a hash') end
 -- Not this acquisition's (expired, taken over, never held): change nothing.
-if held == 0 then return {-1} end
--- Nobody waits: free it, and tell nobody.
-if redis.call('EXISTS', queue) == 0 then
+if held == 0 then return 0 end
+-- Nobody waits: free it, and tell nobody; before the prelude, as acquire's fast path.
+if held == 1 and redis.call('EXISTS', queue) == 0 then
   redis.call('DEL', lock)
-  return {0, ''}
+  return ''
 end
+if type(held) ~= 'number' then return redis.error_reply('DLOCK_WRONGTYPE ' .. lock .. ' is not a hash') end
+)lua" + kPrelude + R"lua(
+local channel = lock .. ':released'
+local window, retention = string.match(ARGV[2], '^(%d+) (%d+)$')
+window = tonumber(window)
+local candidate, candidate_lease, may_bypass = string.match(ARGV[3] or '', '^(%S+) (%d+) ([01])$')
 local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
 local head = live_head(queue, alive, window)
-local candidate = ARGV[4] or ''
-if candidate ~= '' and redis.call('ZSCORE', queue, candidate) and (candidate == head or ARGV[6] == '1') then
+if candidate and redis.call('ZSCORE', queue, candidate) and (candidate == head or may_bypass == '1') then
   -- A fencing counter that holds no count leaves the plain hand-off below
   -- to run (and the next acquire to report it).
   local token = draw_fence(fence, retention)
   if token then
     redis.call('DEL', lock)
     redis.call('HSET', lock, candidate, 1)
-    redis.call('PEXPIRE', lock, ARGV[5])
+    redis.call('PEXPIRE', lock, candidate_lease)
     leave_line(queue, alive, candidate)
-    return {2, token}
+    return {token}
   end
 end
 -- Give the oldest live waiter its turn, and free the lock.
 if head then hand_turn(turn, channel, head, window) end
 redis.call('DEL', lock)
-return {0, head or ''}
+return head or ''
 )lua"};
 
-// KEYS: lock, fence, queue, alive, turn, channel. ARGV: acquisition id, window_ms. A waiter that gives up.
+// KEYS: lock, fence, queue, alive, turn. ARGV: acquisition id, window_ms. A waiter that gives up.
 const Script kLeaveScript{"leave", kPrelude + R"lua(
-local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local lock, fence, queue, alive, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local channel = lock .. ':released'
 local id, window = ARGV[1], tonumber(ARGV[2])
 local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
@@ -255,11 +288,12 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KE
 return 1
 )lua"};
 
-// KEYS: lock, fence, queue, alive, turn, channel. ARGV: window_ms. The operator's forced unlock: deletes the lock
+// KEYS: lock, fence, queue, alive, turn. ARGV: window_ms. The operator's forced unlock: deletes the lock
 // whoever holds it, hands the turn to the oldest live waiter as a release does, and returns the owners removed
 // (token, hold count, ...).
 const Script kForceReleaseScript{"force_release", kPrelude + R"lua(
-local lock, fence, queue, alive, turn, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local lock, fence, queue, alive, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local channel = lock .. ':released'
 local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
 local owners = redis.call('HGETALL', lock)

@@ -50,10 +50,10 @@ int unlock_command(std::span<char* const> args) {
   // The library's own forced release: owners read and removed in one step, the
   // turn handed to the oldest live waiter in line, who is woken at once.
   const detail::LockNames all_names(config.lock.key_prefix, key);
-  const auto six = all_names.script_keys();
+  const auto keys = all_names.script_keys();
   CliScript script(redis, detail::kForceReleaseScript.source, "force an unlock");
   const RedisReply reply =
-      script.run(std::vector<std::string>(six.begin(), six.end()), {std::to_string(config.lock.turn_window.count())});
+      script.run(std::vector<std::string>(keys.begin(), keys.end()), {std::to_string(config.lock.turn_window.count())});
   if (reply.is_error()) throw_refusal(redis.endpoint(), "forced unlock of " + names.lock + " failed", reply.str);
   if (reply.elements.empty()) {
     std::cerr << "dlock: " << key << " is not held; nothing to unlock\n";

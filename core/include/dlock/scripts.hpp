@@ -2,15 +2,17 @@
 // The Lua scripts that make a lock atomic, and the runner that sends
 // them by EVALSHA. Every user value travels in KEYS/ARGV, never in the text.
 //
-// Reply shapes (the core parses them in lock_service.cpp). The six names are
-// LockNames::script_keys(): lock, fence, queue, alive, turn, channel.
-//   acquire(six names; id, lease_ms, wait_ms, window_ms, retention_ms)
-//       → {1, fencing token (integer, or text past 2^53)} | {0, ms the caller may sleep at most}
-//   release(six names; id, window_ms, retention_ms[, candidate, its lease_ms, may_bypass])
-//       → {-1} not this acquisition's | {0, next owner or ''} freed | {2, token} handed to the candidate
+// Reply shapes (the core parses them in lock_service.cpp). The five keys are
+// LockNames::script_keys(): lock, fence, queue, alive, turn; the scripts name
+// the channel themselves. Replies on the paths every lock takes are scalars:
+// Redis converts a table reply field by field, at the cost of several calls.
+//   acquire(five keys; id, lease_ms, "wait_ms window_ms retention_ms")
+//       → fencing token (integer > 0, or text past 2^53) | -1 - ms the caller may sleep at most (-1: no lease)
+//   release(five keys; id, "window_ms retention_ms"[, "candidate its_lease_ms may_bypass"])
+//       → 0 not this acquisition's | text: freed, naming the waiter told ('' none) | {token} handed to the candidate
 //   renew(lock; id, lease_ms[, hold count]) → 1 renewed (count set) | 0 gone
-//   leave(six names; id, window_ms) → 1 (also frees a hold granted to it unawares)
-//   force_release(six names; window_ms) → the owners removed, {token, count, ...}
+//   leave(five keys; id, window_ms) → 1 (also frees a hold granted to it unawares)
+//   force_release(five keys; window_ms) → the owners removed, {token, count, ...}
 // A key of the wrong type at a lock's name is an error reply starting "DLOCK_WRONGTYPE".
 //
 // Identity: every first acquisition has an id of its own, `<instance>:<thread>:<n>`,

@@ -30,9 +30,11 @@ class LockNames {
   std::string_view turn() const { return name(3); }
   std::string_view alive() const { return name(4); }
 
-  // The names every script that touches the line takes, in this order:
-  // lock, fence, queue, alive, turn, channel.
-  std::array<std::string_view, 6> script_keys() const { return {lock(), fence(), queue(), alive(), turn(), channel()}; }
+  // The keys every script that touches the line takes, in this order: lock,
+  // fence, queue, alive, turn. The channel is no key: the scripts name it
+  // themselves (lock .. ':released'), since every name a script is given
+  // costs the server as much as one of its calls.
+  std::array<std::string_view, 5> script_keys() const { return {lock(), fence(), queue(), alive(), turn()}; }
 
  private:
   static constexpr std::array<std::string_view, 5> kSuffixes{":fence", ":released", ":queue", ":turn", ":alive"};

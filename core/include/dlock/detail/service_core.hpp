@@ -92,6 +92,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   const LockConfig config_;
   const std::shared_ptr<spdlog::logger> logger_;
   const std::string instance_id_;  // 128 CSPRNG bits, hex
+  // "window_ms retention_ms": the line's settings as the acquire and release scripts take them, in one argument.
+  const std::string line_settings_;
   const unsigned fork_generation_;  // of the process that made this service
   std::atomic<std::uint64_t> acquisitions_{0};  // numbers the acquisition ids
   ScriptRunner scripts_;
