@@ -8,34 +8,11 @@
 #include <vector>
 
 #include "dlock/detail/fork_guard.hpp"
-#include "dlock/detail/small_buffer.hpp"
 #include "dlock/errors.hpp"
+#include "resp_command.hpp"
 
 namespace dlock::detail {
 namespace {
-
-// hiredis wants parallel arrays of pointers and lengths. A lock's commands
-// have at most a dozen parts: keep those on the stack, not in two heap vectors.
-class ArgvView {
- public:
-  template <typename Parts>
-  explicit ArgvView(const Parts& argv) : parts_(argv.size()), lengths_(argv.size()) {
-    const std::span<const char*> parts = parts_.span();
-    const std::span<size_t> lengths = lengths_.span();
-    for (std::size_t i = 0; i < argv.size(); ++i) {
-      parts[i] = argv[i].data();
-      lengths[i] = argv[i].size();
-    }
-  }
-
-  int count() { return static_cast<int>(parts_.span().size()); }
-  const char** parts() { return parts_.span().data(); }
-  const size_t* lengths() { return lengths_.span().data(); }
-
- private:
-  SmallBuffer<const char*, 16> parts_;
-  SmallBuffer<size_t, 16> lengths_;
-};
 
 timeval to_timeval(Millis duration) {
   const auto ms = duration.count() > 0 ? duration.count() : 1;
@@ -160,12 +137,15 @@ template <typename Part>
 RedisReply RedisConnection::send(std::span<const Part> argv) {
   if (argv.empty()) throw InvalidArgument("redis command is empty");
   return guarded([&] {
-    ArgvView view(argv);
-    auto* raw = static_cast<redisReply*>(redisCommandArgv(context_, view.count(), view.parts(), view.lengths()));
-    if (raw == nullptr) fail("running " + std::string(argv.front()));
+    format_resp_command(formatted_, argv);
+    void* raw = nullptr;
+    if (redisAppendFormattedCommand(context_, formatted_.data(), formatted_.size()) != REDIS_OK ||
+        redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+      fail("running " + std::string(argv.front()));
+    }
     // Freed even if the conversion throws (out of memory).
-    const std::unique_ptr<redisReply, void (*)(void*)> owned(raw, freeReplyObject);
-    return to_reply(raw);
+    const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
+    return to_reply(owned.get());
   });
 }
 
@@ -183,10 +163,8 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
   const std::string during = "running a pipeline of " + std::to_string(commands.size()) + " commands";
   return guarded([&] {
     for (const auto& argv : commands) {
-      ArgvView view(argv);
-      if (redisAppendCommandArgv(context_, view.count(), view.parts(), view.lengths()) != REDIS_OK) {
-        fail(during);
-      }
+      format_resp_command(formatted_, std::span<const std::string>(argv));
+      if (redisAppendFormattedCommand(context_, formatted_.data(), formatted_.size()) != REDIS_OK) fail(during);
     }
     replies.reserve(commands.size());
     for (std::size_t i = 0; i < commands.size(); ++i) {

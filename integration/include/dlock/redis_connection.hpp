@@ -56,6 +56,7 @@ class RedisConnection {
 
   redisContext* context_ = nullptr;
   bool abandoned_ = false;  // a call threw midway; see broken()
+  std::string formatted_;   // the command being sent, its buffer reused from call to call
   unsigned generation_;     // fork_generation() when connected
   std::string endpoint_;
   RedisConfig config_;
