@@ -82,6 +82,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
                          const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
                          Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
+  // Whether the lock exists in Redis (false if Redis could not be asked): a waiter's look before its first sleep.
+  bool still_held(const LockNames& names);
   [[noreturn]] void throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
                                       std::string_view during) const;
   // Throws ConnectionError, naming the state, if Redis answered "not now" (LOADING, BUSY, ...):
