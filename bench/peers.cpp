@@ -1,0 +1,44 @@
+// Part 7: the C++ side of the peers comparison. Uncontended lock+unlock
+// cycles per second, one thread, one key per client, in alternating blocks
+// (the round trip changes mode within seconds, so every client gets a block
+// in every round). bench/peers/run.sh adds node-redlock and redis-py's Lock.
+#include <algorithm>
+#include <map>
+
+#include "bench_target.hpp"
+#include "lock_cycle.hpp"
+
+namespace bench {
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace
+
+bool run_peers(Report& report, const Target& target) {
+  const int rounds = target.quick ? 2 : 5;
+  const double block_seconds = target.quick ? 0.1 : 1.0;
+  std::map<std::string, std::unique_ptr<LockCycle>> cycles;
+  std::map<std::string, std::vector<double>> rates;
+  for (const auto& name : lock_cycle_names()) cycles[name] = make_lock_cycle(name, target);
+  for (int round = 0; round < rounds; ++round) {
+    for (const auto& name : lock_cycle_names()) rates[name].push_back(cycles_per_second(*cycles[name], block_seconds));
+  }
+
+  report.section("peers: uncontended lock+unlock, 1 thread, 1 key (median of " + std::to_string(rounds) +
+                 " alternating blocks)");
+  const double bare = median(rates["bare"]);
+  for (const auto& name : lock_cycle_names()) report.figure(name + " cycles/s", median(rates[name]), "cycles/s");
+  for (const auto& name : lock_cycle_names()) {
+    if (name == "bare") continue;
+    report.figure("ratio " + name + " / bare (cycles/s)", median(rates[name]) / bare, "x",
+                  name == "dlock" ? "target >= 0.952 (cycle within 1.05x bare)" : "");
+  }
+  return true;
+}
+
+}  // namespace bench
