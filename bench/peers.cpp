@@ -21,8 +21,8 @@ double median(std::vector<double> values) {
 }  // namespace
 
 bool run_peers(Report& report, const Target& target) {
-  const int rounds = target.quick ? 2 : 5;
-  const double block_seconds = target.quick ? 0.1 : 1.0;
+  const int rounds = target.quick ? 2 : 10;  // as bench/peers/run.sh: short rounds ride out mode changes
+  const double block_seconds = target.quick ? 0.1 : 0.5;
   std::map<std::string, std::unique_ptr<LockCycle>> cycles;
   std::map<std::string, std::vector<double>> rates;
   for (const auto& name : lock_cycle_names()) cycles[name] = make_lock_cycle(name, target);

@@ -4,7 +4,7 @@
 # minimal reentrant pair, the bare SET NX PX client, node-redlock and
 # redis-py's Lock, all against ONE throwaway redis-server on 127.0.0.1.
 #
-#   bench/peers/run.sh [--seconds S] [--rounds N]
+#   bench/peers/run.sh [--seconds S] [--rounds N]     (defaults: 0.5 s, 10 rounds)
 #
 # This machine's loopback round trip changes mode within seconds, so the
 # clients take turns: each round runs every client for S seconds, the
@@ -18,8 +18,10 @@
 # into bench/peers/node/node_modules.
 set -euo pipefail
 
-seconds=1
-rounds=5
+# Ten short rounds rather than five long ones: the median then rides out a
+# mode change of the round trip better, for the same time spent measuring.
+seconds=0.5
+rounds=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
@@ -111,7 +113,8 @@ for ((i = 0; i < count; ++i)); do
   rate=$(median ${results[$i]:-})
   # shellcheck disable=SC2046
   ratio=$(median $(round_ratios "${results[$i]:-}" "${results[$bare]:-}"))
-  printf '%-28s %10s %8s  %-9s %-4s %-6s %s\n' "$name" "${rate%.*}" "${ratio:0:5}" "$reentrant" "$fair" "$fenced" \
+  [ "$ratio" = - ] || ratio=$(printf '%.3f' "$ratio")
+  printf '%-28s %10s %8s  %-9s %-4s %-6s %s\n' "$name" "${rate%.*}" "$ratio" "$reentrant" "$fair" "$fenced" \
     "${results[$i]:-}"
 done
 if apt-cache policy libredis++-dev 2>/dev/null | grep -q 'Candidate: [0-9]'; then
