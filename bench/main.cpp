@@ -1,27 +1,39 @@
 // dlock-bench: dlock against the Redis round-trip floor, in one run.
 //
 //   dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] [--only PART]
+//   dlock-bench --cycles CLIENT [--seconds S] [--redis HOST:PORT]
 //
 // Without --redis it starts its own throwaway redis-server on loopback.
 // Exits non-zero if a correctness check failed (a counter not exact, a lock
-// lost); timings never fail it.
+// lost); timings never fail it. --cycles times one client's uncontended
+// lock+unlock (dlock, ideal, minimal-pair or bare) for S seconds and prints
+// only its cycles per second, for bench/peers/run.sh to set beside other
+// languages' clients.
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
 
 #include "bench_target.hpp"
+#include "lock_cycle.hpp"
 #include "redis_server.hpp"
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--worker") == 0) return bench::contention_worker_main(argc, argv);
 
   bench::Target target;
-  std::string json_path, redis_address, only;
+  std::string json_path, redis_address, only, cycles_client;
+  double cycles_seconds = 1.0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--quick") {
+    if (arg == "--cycles" && i + 1 < argc) {
+      cycles_client = argv[++i];
+    } else if (arg == "--seconds" && i + 1 < argc) {
+      cycles_seconds = std::atof(argv[++i]);
+    } else if (arg == "--quick") {
       target.quick = true;
     } else if (arg == "--json" && i + 1 < argc) {
       json_path = argv[++i];
@@ -30,9 +42,15 @@ int main(int argc, char** argv) {
     } else if (arg == "--redis" && i + 1 < argc) {
       redis_address = argv[++i];
     } else {
-      std::cerr << "usage: dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] [--only uncontended|contention|watchdog|many-keys]\n";
+      std::cerr << "usage: dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] "
+                   "[--only uncontended|contention|watchdog|many-keys|peers]\n"
+                   "       dlock-bench --cycles dlock|ideal|minimal-pair|bare [--seconds S] [--redis HOST:PORT]\n";
       return 64;
     }
+  }
+  if (!(cycles_seconds > 0)) {
+    std::cerr << "dlock-bench: --seconds wants a positive number of seconds\n";
+    return 64;
   }
   char self[4096] = {};
   if (::readlink("/proc/self/exe", self, sizeof self - 1) <= 0) return 1;
@@ -48,6 +66,16 @@ int main(int argc, char** argv) {
     target.host = redis_address.substr(0, colon);
     target.port = std::stoi(redis_address.substr(colon + 1));
   }
+  if (!cycles_client.empty()) {
+    try {
+      auto cycle = bench::make_lock_cycle(cycles_client, target);
+      std::printf("%.0f\n", bench::cycles_per_second(*cycle, cycles_seconds));
+      return 0;
+    } catch (const std::exception& e) {
+      std::cerr << "dlock-bench --cycles " << cycles_client << ": " << e.what() << "\n";
+      return 1;
+    }
+  }
   std::cout << "dlock-bench against redis " << target.host << ":" << target.port << (target.quick ? " (quick)" : "")
             << "\n";
 
@@ -59,6 +87,7 @@ int main(int argc, char** argv) {
     if (wanted("contention")) ok &= bench::run_contention(report, target, floors);
     if (wanted("watchdog")) ok &= bench::run_watchdog_scale(report, target);
     if (wanted("many-keys")) ok &= bench::run_many_keys(report, target);
+    if (wanted("peers")) ok &= bench::run_peers(report, target);
   } catch (const std::exception& e) {
     std::cerr << "benchmark failed: " << e.what() << "\n";
     return 1;

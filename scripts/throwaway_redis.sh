@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Starts a redis-server on a free loopback port for the demo, with no
-# persistence, and stops it when the calling script exits.
+# Starts a redis-server on a free loopback port, with no persistence, for
+# the demo and the peers benchmark, and stops it when the calling script exits.
 # Source it; afterwards DLOCK_REDIS_PORT names the port.
 
 redis_dir=$(mktemp -d /tmp/dlock-demo-redis-XXXXXX)
