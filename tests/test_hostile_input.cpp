@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include "services.hpp"
@@ -92,6 +93,39 @@ TEST_CASE("another program's data at a lock's names is a RedisError naming the k
   CHECK(redis.run({"GET", "dlock:{n}:fence"}) == "-3");
   CHECK(redis.run({"GET", "dlock:{zeros}:fence"}) == "007");
   CHECK(redis.run({"EXISTS", "dlock:{zeros}", "dlock:{max}"}) == "0");
+}
+
+TEST_CASE("another program's data at a lock's line is a RedisError for the waiter, and is left alone", "[hostile]") {
+  dlock::test::RedisServer redis;
+  auto holder = dlock::test::make_service(redis);
+  auto waiter = dlock::test::make_service(redis);
+  for (const std::string suffix : {"queue", "alive"}) {
+    INFO(suffix);
+    const std::string key = "line-" + suffix;
+    auto guard = holder->lock(key);
+    redis.run({"RPUSH", "dlock:{" + key + "}:" + suffix, "a", "b"});
+    CHECK_THROWS_WITH(waiter->lock(key, {.wait = 300ms}),
+                      Catch::Contains("'" + key + "'") && Catch::Contains("not a dlock lock"));
+    CHECK(redis.run({"LRANGE", "dlock:{" + key + "}:" + suffix, "0", "-1"}) == "a b");
+    CHECK(redis.run({"HLEN", "dlock:{" + key + "}"}) == "1");  // the holder's lock untouched
+    CHECK(waiter->hold_count(key) == 0);
+  }
+}
+
+TEST_CASE("another program's data at a lock's turn fails the release that would hand it, and is left alone",
+          "[hostile]") {
+  dlock::test::RedisServer redis;
+  auto holder = dlock::test::make_service(redis);
+  auto waiter = dlock::test::make_service(redis);
+  auto guard = holder->lock("turned");
+  auto waiting = std::async(std::launch::async, [&] { return static_cast<bool>(waiter->try_lock("turned", {.wait = 1500ms})); });
+  REQUIRE(dlock::test::await_line(redis, "turned", 1));
+  redis.run({"RPUSH", "dlock:{turned}:turn", "a", "b"});
+  CHECK_THROWS_WITH(guard.unlock(), Catch::Contains("'turned'") && Catch::Contains("not a dlock lock"));
+  CHECK(redis.run({"LRANGE", "dlock:{turned}:turn", "0", "-1"}) == "a b");
+  // Nothing half done: the lock was not freed without its turn handed on.
+  CHECK(redis.run({"EXISTS", "dlock:{turned}"}) == "1");
+  CHECK_FALSE(waiting.get());
 }
 
 TEST_CASE("a user's own hash at a lock's name reads as held by someone else, never as acquired", "[hostile]") {

@@ -36,14 +36,32 @@ local function wrong_type(key, wanted)
   end
   return nil
 end
--- The server's clock, read once per script: {ms, µs as exact text}.
-local clock
-local function now()
-  if not clock then
-    local t = redis.call('TIME')
-    clock = {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))}
+-- A read that checks its key's type on the way, in place of a TYPE call per
+-- key: its reply, or nil and an error reply naming the key and what it holds
+-- (any other refusal, an ACL's say, as Redis worded it). Run before a
+-- script's first write, as every check.
+local function read(key, command, ...)
+  local reply = redis.pcall(command, key, ...)
+  if type(reply) == 'table' and reply.err then
+    if not string.find(reply.err, 'WRONGTYPE', 1, true) then return nil, reply end
+    return nil, redis.error_reply('DLOCK_WRONGTYPE ' .. key .. ' is a ' .. redis.call('TYPE', key).ok)
   end
-  return clock
+  return reply
+end
+-- The server's clock, read once per script, in ms.
+local clock_ms, clock_s, clock_us
+local function now()
+  if not clock_ms then
+    local t = redis.call('TIME')
+    clock_s, clock_us = t[1], t[2]
+    clock_ms = tonumber(clock_s) * 1000 + math.floor(tonumber(clock_us) / 1000)
+  end
+  return clock_ms
+end
+-- The same clock in µs, as exact text (past 2^53 a Lua number is not exact).
+local function now_us_text()
+  now()
+  return clock_s .. string.rep('0', 6 - #clock_us) .. clock_us
 end
 -- Settles the fencing token just drawn from `key` by `INCR` (under pcall:
 -- `n` is its reply), before the caller's first write. A counter that is new,
@@ -63,7 +81,7 @@ local function settle_fence(key, retention, n)
     return nil, redis.error_reply(err)
   end
   if n == 1 then
-    local seed = now()[2]
+    local seed = now_us_text()
     redis.call('SET', key, seed, 'PX', retention)
     return seed
   end
@@ -78,54 +96,62 @@ local function draw_fence(key, retention)
   return settle_fence(key, retention, redis.pcall('INCR', key))
 end
 -- `alive` also holds, under the empty member, when a waiter was last heard
--- from. If nobody was for a whole window, the server rather than its waiters
--- stood still (a freeze, a long script, a restart), and their deadlines
--- passed unseen: every waiter gets one more window instead of being dropped.
--- Runs first in every script that looks at the line.
-local function forgive_stillness(alive, window)
-  local heard = tonumber(redis.call('ZSCORE', alive, ''))
-  if heard and now()[1] - heard > window then
+-- from (`heard`, read by the caller). If nobody was for a whole window, the
+-- server rather than its waiters stood still (a freeze, a long script, a
+-- restart), and their deadlines passed unseen: every waiter gets one more
+-- window instead of being dropped. Runs once, first, in every script that
+-- looks at the line.
+local function forgive_stillness(alive, window, heard)
+  heard = tonumber(heard)
+  if heard and now() - heard > window then
     for _, member in ipairs(redis.call('ZRANGE', alive, 0, -1)) do
-      redis.call('ZADD', alive, now()[1] + window, member)
+      redis.call('ZADD', alive, now() + window, member)
     end
-    redis.call('ZADD', alive, now()[1], '')
+    redis.call('ZADD', alive, now(), '')
   end
 end
--- The oldest waiter still presumed alive, and until when; drops the dead ahead of it.
-local function live_head(queue, alive, window)
-  forgive_stillness(alive, window)
+-- The oldest waiter still presumed alive, and until when; drops the dead
+-- ahead of it. `first` is the head of the line as the caller read it.
+local function live_head(queue, alive, first)
   for _ = 1, 32 do
-    local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if not first then return nil end
     local until_ms = tonumber(redis.call('ZSCORE', alive, first))
-    if until_ms and until_ms > now()[1] then return first, until_ms end
+    if until_ms and until_ms > now() then return first, until_ms end
     redis.call('ZREM', queue, first)
     redis.call('ZREM', alive, first)
+    first = redis.call('ZRANGE', queue, 0, 0)[1]
   end
   -- A long run of dead waiters: the next script goes on pruning.
-  return redis.call('ZRANGE', queue, 0, 0)[1], now()[1]
+  return first, now()
 end
 -- Tells `head` that the free lock is its to take, unless it was told within
--- the last third of a window. The publish goes first: it is the step a user's
--- channel rights may refuse, and a refusal must leave nothing half done.
-local function hand_turn(turn, channel, head, window)
-  if redis.call('GET', turn) == head then return end
+-- the last third of a window (`told`: the turn as the caller read it). The
+-- publish goes first: it is the step a user's channel rights may refuse, and
+-- a refusal must leave nothing half done.
+local function hand_turn(turn, channel, head, window, told)
+  if told == head then return end
   redis.call('PUBLISH', channel, head)
   redis.call('SET', turn, head, 'PX', math.max(1, math.floor(window / 3)))
 end
--- Joins the line once, by arrival, and renews the caller's presence in it.
-local function stay_in_line(queue, alive, id, window)
-  forgive_stillness(alive, window)
-  local t = now()
-  if not redis.call('ZSCORE', queue, id) then redis.call('ZADD', queue, t[2], id) end
-  redis.call('ZADD', alive, t[1] + window, id, t[1], '')
-  redis.call('PEXPIRE', queue, 2 * window)
-  redis.call('PEXPIRE', alive, 2 * window)
+-- Joins the line once, by arrival (`place`: the caller's ZRANK, nil when not
+-- in line), and renews the caller's presence in it.
+local function stay_in_line(queue, alive, id, window, place)
+  if not place then redis.call('ZADD', queue, now_us_text(), id) end
+  redis.call('ZADD', alive, now() + window, id, now(), '')
+  local keep = 2 * window
+  redis.call('PEXPIRE', queue, keep)
+  redis.call('PEXPIRE', alive, keep)
 end
-local function leave_line(queue, alive, id)
+-- Takes `id` out of the line. `others`, when the caller knows: whether
+-- anyone else is in it (true), or nobody (false).
+local function leave_line(queue, alive, id, others)
+  if others == false then
+    redis.call('DEL', queue, alive)
+    return
+  end
   redis.call('ZREM', queue, id)
   redis.call('ZREM', alive, id)
-  if redis.call('EXISTS', queue) == 0 then redis.call('DEL', alive) end
+  if others == nil and redis.call('EXISTS', queue) == 0 then redis.call('DEL', alive) end
 end
 local function line_types_bad(lock, queue, alive, turn)
   return wrong_type(lock, 'hash') or wrong_type(queue, 'zset') or wrong_type(alive, 'zset') or wrong_type(turn, 'string')
@@ -172,33 +198,47 @@ if drawn ~= nil then
   redis.call('PEXPIRE', lock, lease)
   return token
 end
-local bad = line_types_bad(lock, queue, alive, turn)
-if bad then return redis.error_reply(bad) end
-if redis.call('EXISTS', lock) == 1 then
+-- Each read checks its key's type before the first write; the turn is read
+-- only when the lock is free (a turn of another type stops the release that
+-- would hand it, and the next free try, with the same error).
+local mine, bad = read(lock, 'HEXISTS', id)
+if bad then return bad end
+local heard, place, told
+heard, bad = read(alive, 'ZSCORE', '')
+if bad then return bad end
+place, bad = read(queue, 'ZRANK', id)
+if bad then return bad end
+local left = redis.call('PTTL', lock)
+if left == -2 then
+  told, bad = read(turn, 'GET')
+  if bad then return bad end
+end
+forgive_stillness(alive, window, heard)
+if left ~= -2 then
   -- Granted to this very acquisition already, by a try whose reply was lost or
   -- by a release that handed it over: adopt that grant. Its token was never
   -- handed to anyone, and may be gone with its counter: draw a new one. The
   -- hold is this caller's alone, so its lease is exactly the caller's.
-  if redis.call('HEXISTS', lock, id) == 1 then
+  if mine == 1 then
     local token, refused = draw_fence(fence, retention)
     if not token then return refused or not_a_counter(fence) end
     redis.call('HSET', lock, id, 1)
     redis.call('PEXPIRE', lock, lease)
-    leave_line(queue, alive, id)
+    if place then leave_line(queue, alive, id) end
     return token
   end
   -- Held by another: wait in line, no longer than its lease.
-  if wait > 0 then stay_in_line(queue, alive, id, window) end
-  return -1 - redis.call('PTTL', lock)
+  if wait > 0 then stay_in_line(queue, alive, id, window, place) end
+  return -1 - left
 end
 -- Free, with a line: it is the oldest live waiter's, however it became free
 -- (released, expired, its holder crashed). Anyone else tells that waiter so.
 -- A waiter renews its own place first, so that it is never taken for dead.
-if wait > 0 then stay_in_line(queue, alive, id, window) end
-local head, head_until = live_head(queue, alive, window)
+if wait > 0 then stay_in_line(queue, alive, id, window, place) end
+local head, head_until = live_head(queue, alive, redis.call('ZRANGE', queue, 0, 0)[1])
 if head and head ~= id then
-  hand_turn(turn, channel, head, window)
-  return -1 - (head_until - now()[1] + 1)
+  hand_turn(turn, channel, head, window, told)
+  return -1 - (head_until - now() + 1)
 end
 -- Free, and this caller's turn (or everyone in line was dead): take it.
 local token, refused = draw_fence(fence, retention)
@@ -207,7 +247,7 @@ redis.call('HSET', lock, id, 1)
 redis.call('PEXPIRE', lock, lease)
 if head then
   leave_line(queue, alive, id)
-  redis.call('DEL', turn)
+  if told then redis.call('DEL', turn) end
 end
 return token
 )lua"};
@@ -236,10 +276,20 @@ local channel = lock .. ':released'
 local window, retention = string.match(ARGV[2], '^(%d+) (%d+)$')
 window = tonumber(window)
 local candidate, candidate_lease, may_bypass = string.match(ARGV[3] or '', '^(%S+) (%d+) ([01])$')
-local bad = line_types_bad(lock, queue, alive, turn)
-if bad then return redis.error_reply(bad) end
-local head = live_head(queue, alive, window)
-if candidate and redis.call('ZSCORE', queue, candidate) and (candidate == head or may_bypass == '1') then
+-- Each read checks its key's type before the first write (the lock's was by HEXISTS).
+local heard, first, bad
+heard, bad = read(alive, 'ZSCORE', '')
+if bad then return bad end
+first, bad = read(queue, 'ZRANGE', 0, 1)
+if bad then return bad end
+-- The candidate at the head of the line is alive (its process knows it is
+-- asleep there): nobody is dropped, so there is nothing to forgive either.
+local head = first[1]
+if candidate ~= head then
+  forgive_stillness(alive, window, heard)
+  head = live_head(queue, alive, head)
+end
+if candidate and (candidate == head or (may_bypass == '1' and redis.call('ZRANK', queue, candidate))) then
   -- A fencing counter that holds no count leaves the plain hand-off below
   -- to run (and the next acquire to report it).
   local token = draw_fence(fence, retention)
@@ -247,12 +297,23 @@ if candidate and redis.call('ZSCORE', queue, candidate) and (candidate == head o
     redis.call('DEL', lock)
     redis.call('HSET', lock, candidate, 1)
     redis.call('PEXPIRE', lock, candidate_lease)
-    leave_line(queue, alive, candidate)
+    if candidate == first[1] then
+      leave_line(queue, alive, candidate, first[2] ~= nil)
+    else
+      leave_line(queue, alive, candidate)
+    end
     return {token}
   end
 end
--- Give the oldest live waiter its turn, and free the lock.
-if head then hand_turn(turn, channel, head, window) end
+-- Give the oldest live waiter its turn, and free the lock. Only waiters were
+-- dropped so far, which the next script would drop all the same: a turn of
+-- another type still refuses before anything that matters is done.
+if head then
+  local told
+  told, bad = read(turn, 'GET')
+  if bad then return bad end
+  hand_turn(turn, channel, head, window, told)
+end
 redis.call('DEL', lock)
 return head or ''
 )lua"};
@@ -264,14 +325,15 @@ local channel = lock .. ':released'
 local id, window = ARGV[1], tonumber(ARGV[2])
 local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
+forgive_stillness(alive, window, redis.call('ZSCORE', alive, ''))
 leave_line(queue, alive, id)
 -- Granted to it by a try or a release whose reply it never got: free it
 -- rather than let it idle out its lease.
 if redis.call('HEXISTS', lock, id) == 1 then redis.call('DEL', lock) end
 -- A free lock goes to the next live waiter at once, not at its next try.
 if redis.call('EXISTS', lock) == 0 then
-  local head = live_head(queue, alive, window)
-  if head then hand_turn(turn, channel, head, window) end
+  local head = live_head(queue, alive, redis.call('ZRANGE', queue, 0, 0)[1])
+  if head then hand_turn(turn, channel, head, window, redis.call('GET', turn)) end
 end
 return 1
 )lua"};
@@ -296,10 +358,12 @@ local lock, fence, queue, alive, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS
 local channel = lock .. ':released'
 local bad = line_types_bad(lock, queue, alive, turn)
 if bad then return redis.error_reply(bad) end
+local window = tonumber(ARGV[1])
 local owners = redis.call('HGETALL', lock)
 if #owners == 0 then return owners end
-local head = live_head(queue, alive, tonumber(ARGV[1]))
-if head then hand_turn(turn, channel, head, tonumber(ARGV[1])) end
+forgive_stillness(alive, window, redis.call('ZSCORE', alive, ''))
+local head = live_head(queue, alive, redis.call('ZRANGE', queue, 0, 0)[1])
+if head then hand_turn(turn, channel, head, window, redis.call('GET', turn)) end
 redis.call('DEL', lock)
 return owners
 )lua"};
