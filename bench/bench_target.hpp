@@ -33,10 +33,18 @@ struct Floors {
   double dlock_cycle_p50_us = 0;
 };
 
+// What an uncontended dlock cycle costs the server (run_server_cost), the
+// yardstick of the contended hand-off's server time.
+struct ServerCycleCost {
+  double script_us = 0;
+  double cpu_us = 0;
+};
+
 // Each part returns false when a correctness check failed (a counter not
 // exact, a lock lost): the benchmark then exits non-zero.
 Floors run_uncontended(Report& report, const Target& target);
-bool run_contention(Report& report, const Target& target, const Floors& floors);
+ServerCycleCost run_server_cost(Report& report, const Target& target);
+bool run_contention(Report& report, const Target& target, const Floors& floors, const ServerCycleCost& server);
 bool run_watchdog_scale(Report& report, const Target& target);
 bool run_many_keys(Report& report, const Target& target);
 bool run_peers(Report& report, const Target& target);

@@ -15,6 +15,7 @@
 #include "bench_target.hpp"
 #include "dlock/dlock.hpp"
 #include "ideal_client.hpp"
+#include "server_stats.hpp"
 
 namespace bench {
 namespace {
@@ -132,16 +133,25 @@ int contention_worker_main(int argc, char** argv) {
   return out ? 0 : 1;
 }
 
-bool run_contention(Report& report, const Target& target, const Floors& floors) {
+bool run_contention(Report& report, const Target& target, const Floors& floors, const ServerCycleCost& server) {
   const double seconds = target.quick ? 1.5 : 8.0;
   bool ok = true;
   IdealClient data(target.host, target.port);
+  ServerStats stats(target.host, target.port);
 
   {  // 8 threads, one process
     const long long before = data.get(kCounter);
     const std::int64_t start = now_ns() + 200'000'000;
+    const ServerSnapshot server_before = stats.snapshot();
     auto records = run_workers(target, 8, 0, start, start + static_cast<std::int64_t>(seconds * 1e9));
+    const ServerSnapshot spent = stats.snapshot().since(server_before);
     ok &= analyse(report, "8 threads x 1 process", records, data.get(kCounter) - before, seconds, 8, floors);
+    // Every script the hand-offs took (waiters' tries, releases, renewals), per acquisition.
+    const double script_us = records.empty() ? 0 : static_cast<double>(spent.usec_in({"evalsha"})) / records.size();
+    report.figure("server script time per acquisition", script_us, "us",
+                  std::to_string(spent.calls_of("evalsha")) + " scripts for " + std::to_string(records.size()));
+    report.figure("  vs uncontended cycle's", server.script_us > 0 ? script_us / server.script_us : 0, "x",
+                  "target <= 2");
   }
   {  // 4 processes x 4 threads: worker processes are this binary started again, so no fork of a threaded process
     const long long before = data.get(kCounter);

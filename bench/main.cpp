@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
       redis_address = argv[++i];
     } else {
       std::cerr << "usage: dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] "
-                   "[--only uncontended|contention|watchdog|many-keys|peers]\n"
+                   "[--only uncontended|server|contention|watchdog|many-keys|peers]\n"
                    "       dlock-bench --cycles dlock|ideal|minimal-pair|bare [--seconds S] [--redis HOST:PORT]\n";
       return 64;
     }
@@ -84,7 +84,9 @@ int main(int argc, char** argv) {
   try {
     auto wanted = [&](const char* part) { return only.empty() || only == part; };
     const bench::Floors floors = bench::run_uncontended(report, target);  // the yardstick of every part
-    if (wanted("contention")) ok &= bench::run_contention(report, target, floors);
+    bench::ServerCycleCost server_cost;
+    if (wanted("server") || wanted("contention")) server_cost = bench::run_server_cost(report, target);
+    if (wanted("contention")) ok &= bench::run_contention(report, target, floors, server_cost);
     if (wanted("watchdog")) ok &= bench::run_watchdog_scale(report, target);
     if (wanted("many-keys")) ok &= bench::run_many_keys(report, target);
     if (wanted("peers")) ok &= bench::run_peers(report, target);
