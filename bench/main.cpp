@@ -2,13 +2,16 @@
 //
 //   dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] [--only PART]
 //   dlock-bench --cycles CLIENT [--seconds S] [--redis HOST:PORT]
+//   dlock-bench --cycles CLIENT --count N [--threads T] [--redis HOST:PORT]
 //
 // Without --redis it starts its own throwaway redis-server on loopback.
 // Exits non-zero if a correctness check failed (a counter not exact, a lock
 // lost); timings never fail it. --cycles times one client's uncontended
 // lock+unlock (dlock, ideal, minimal-pair or bare) for S seconds and prints
 // only its cycles per second, for bench/peers/run.sh to set beside other
-// languages' clients.
+// languages' clients; with --count it runs exactly N cycles (T threads of one
+// dlock service on one key: contended) and prints nothing, for
+// bench/callgrind.sh.
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +21,7 @@
 #include <memory>
 
 #include "bench_target.hpp"
+#include "counted_cycles.hpp"
 #include "lock_cycle.hpp"
 #include "redis_server.hpp"
 
@@ -27,12 +31,18 @@ int main(int argc, char** argv) {
   bench::Target target;
   std::string json_path, redis_address, only, cycles_client;
   double cycles_seconds = 1.0;
+  long long cycles_count = 0;  // 0: time the cycles for --seconds instead
+  int cycles_threads = 1;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--cycles" && i + 1 < argc) {
       cycles_client = argv[++i];
     } else if (arg == "--seconds" && i + 1 < argc) {
       cycles_seconds = std::atof(argv[++i]);
+    } else if (arg == "--count" && i + 1 < argc) {
+      cycles_count = std::atoll(argv[++i]);
+    } else if (arg == "--threads" && i + 1 < argc) {
+      cycles_threads = std::atoi(argv[++i]);
     } else if (arg == "--quick") {
       target.quick = true;
     } else if (arg == "--json" && i + 1 < argc) {
@@ -44,9 +54,14 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "usage: dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] "
                    "[--only uncontended|server|contention|watchdog|many-keys|peers]\n"
-                   "       dlock-bench --cycles dlock|ideal|minimal-pair|bare [--seconds S] [--redis HOST:PORT]\n";
+                   "       dlock-bench --cycles dlock|ideal|minimal-pair|bare [--seconds S] [--redis HOST:PORT]\n"
+                   "       dlock-bench --cycles CLIENT --count N [--threads T] [--redis HOST:PORT]\n";
       return 64;
     }
+  }
+  if (cycles_count < 0 || cycles_threads < 1) {
+    std::cerr << "dlock-bench: --count wants a number of cycles, --threads a number of threads\n";
+    return 64;
   }
   if (!(cycles_seconds > 0)) {
     std::cerr << "dlock-bench: --seconds wants a positive number of seconds\n";
@@ -68,6 +83,10 @@ int main(int argc, char** argv) {
   }
   if (!cycles_client.empty()) {
     try {
+      if (cycles_count > 0) {
+        bench::run_counted_cycles(cycles_client, target, cycles_count, cycles_threads);
+        return 0;
+      }
       auto cycle = bench::make_lock_cycle(cycles_client, target);
       std::printf("%.0f\n", bench::cycles_per_second(*cycle, cycles_seconds));
       return 0;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "services.hpp"
@@ -87,6 +88,30 @@ TEST_CASE("the watchdog renews many locks of one service", "[watchdog]") {
   for (auto& guard : guards) alive += guard ? 1 : 0;
   CHECK(alive == 200);
   CHECK(redis.run({"EXISTS", "dlock:{many:0}", "dlock:{many:199}"}) == "2");
+}
+
+TEST_CASE("the watchdog renews hundreds of locks in a few script calls and tells exactly the ones taken away",
+          "[watchdog]") {
+  dlock::test::RedisServer redis;
+  auto service = short_lease_service(redis, 900);
+  std::vector<dlock::LockGuard> guards;
+  for (int i = 0; i < 250; ++i) guards.push_back(service->lock("batch:" + std::to_string(i)));
+  // One at the start, the end and the middle of each script call's share of a round.
+  const std::set<int> taken{0, 99, 100, 150, 249};
+  for (int i : taken) redis.run({"DEL", "dlock:{batch:" + std::to_string(i) + "}"});
+  redis.run({"CONFIG", "RESETSTAT"});
+  std::this_thread::sleep_for(2500ms);  // > 2 × 900 ms: every lock renewed at least twice
+  for (int i = 0; i < 250; ++i) {
+    INFO(i);
+    CHECK(guards[static_cast<std::size_t>(i)].lost() == (taken.count(i) == 1));
+    if (taken.count(i) == 0) CHECK(std::stoll(redis.run({"PTTL", "dlock:{batch:" + std::to_string(i) + "}"})) > 0);
+  }
+  CHECK(service->watched_locks() == 245);
+  // Far fewer script calls than renewals: a call renews up to a hundred locks.
+  const std::string stats = redis.run({"INFO", "commandstats"});
+  const auto at = stats.find("cmdstat_evalsha:calls=");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoll(stats.substr(at + 22)) < 250);
 }
 
 TEST_CASE("remaining() reports the validity left by the local clock", "[watchdog]") {

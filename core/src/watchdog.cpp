@@ -17,6 +17,8 @@ namespace {
 
 // Renewals due within this much of each other share one pipeline.
 constexpr Millis kBatchWindow{20};
+// Locks renewed by one script call (a pipeline holds as many calls as its batch needs).
+constexpr std::size_t kLocksPerCall = 100;
 // The watchdog gives its verdict this long before a lock's validity ends (a
 // renewal that has not succeeded by then cannot save it), so that the stop
 // token and the hook, which need this thread and the hook's to be scheduled,
@@ -91,17 +93,22 @@ struct Watchdog::State {
   std::vector<bool> renew(const std::vector<std::shared_ptr<HeldLock>>& batch, Clock::time_point deadline,
                           LostList& lost) {
     std::vector<bool> renewed(batch.size(), false);
+    // A script call per kLocksPerCall locks: the server's fixed cost per call
+    // is spread, and no call blocks Redis for long.
     std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
-    calls.reserve(batch.size());
-    for (const auto& lock : batch) {
-      calls.push_back({{lock->lock_name}, {lock->owner, std::to_string(lock->lease_ms.load())}});
+    calls.reserve((batch.size() + kLocksPerCall - 1) / kLocksPerCall);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (i % kLocksPerCall == 0) calls.emplace_back();
+      calls.back().first.push_back(batch[i]->lock_name);
+      calls.back().second.push_back(batch[i]->owner);
+      calls.back().second.push_back(std::to_string(batch[i]->lease_ms.load()));
     }
     const Clock::time_point sent = Clock::now();
     stats->renewals_sent.fetch_add(batch.size(), std::memory_order_relaxed);
     stats->renewal_rounds.fetch_add(1, std::memory_order_relaxed);
     std::vector<RedisReply> replies;
     try {
-      replies = scripts->run_pipelined(kRenewScript, calls, deadline);
+      replies = scripts->run_pipelined(kRenewManyScript, calls, deadline);
     } catch (const Error& e) {
       stats->renewals_failed.fetch_add(batch.size(), std::memory_order_relaxed);
       logger->warn("watchdog: renewing {} lock(s) failed, retrying until their leases run out: {}", batch.size(),
@@ -109,7 +116,11 @@ struct Watchdog::State {
       return renewed;
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      const RedisReply* reply = i < replies.size() ? &replies[i] : nullptr;
+      const RedisReply* call = i / kLocksPerCall < replies.size() ? &replies[i / kLocksPerCall] : nullptr;
+      const RedisReply* reply = call && call->type == RedisReply::Type::Array &&
+                                        i % kLocksPerCall < call->elements.size()
+                                    ? &call->elements[i % kLocksPerCall]
+                                    : nullptr;
       if (reply && reply->type == RedisReply::Type::Integer && reply->integer == 1) {
         batch[i]->extend_validity(sent, Millis(batch[i]->lease_ms.load()));
         renewed[i] = true;
@@ -119,7 +130,7 @@ struct Watchdog::State {
       } else {
         // Not a verdict on the lock: retried next round, lost only when its validity runs out.
         logger->warn("watchdog: unexpected reply renewing {}: {}", lock_label(batch[i]->key),
-                     reply ? reply->str : std::string("none"));
+                     call ? call->str : std::string("none"));
       }
     }
     return renewed;

@@ -11,6 +11,7 @@
 //   release(five keys; id, "window_ms retention_ms"[, "candidate its_lease_ms may_bypass"])
 //       → 0 not this acquisition's | text: freed, naming the waiter told ('' none) | {token} handed to the candidate
 //   renew(lock; id, lease_ms[, hold count]) → 1 renewed (count set) | 0 gone
+//   renew_many(locks; id, lease_ms for each) → {1 renewed | 0 gone, ...} in the locks' order
 //   leave(five keys; id, window_ms) → 1 (also frees a hold granted to it unawares)
 //   force_release(five keys; window_ms) → the owners removed, {token, count, ...}
 // A key of the wrong type at a lock's name is an error reply starting "DLOCK_WRONGTYPE".
@@ -48,6 +49,7 @@ struct Script {
 extern const Script kAcquireScript;
 extern const Script kReleaseScript;
 extern const Script kRenewScript;
+extern const Script kRenewManyScript;
 extern const Script kLeaveScript;
 extern const Script kForceReleaseScript;
 
