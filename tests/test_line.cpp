@@ -3,6 +3,7 @@
 // a live waiter never loses its place, a dead one costs at most one window.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -143,6 +144,33 @@ TEST_CASE("a waiter whose subscription Redis never confirms still returns within
   CHECK_FALSE(waiter->try_lock("k", {.wait = 300ms}));
   // The wait, plus a round trip or two; far from the command timeout.
   CHECK(dlock::test::elapsed_ms(started) < 1500);
+}
+
+TEST_CASE("a waiter whose subscription Redis never confirms does not take a lock freed after its wait ran out",
+          "[line][acl]") {
+  // The subscription's confirmation is awaited until the wait's end (less than a third of this window);
+  // the sleep that follows must still end at the deadline, not a whole wait later.
+  dlock::test::RedisServer redis;
+  auto holder = dlock::test::make_service(redis);
+  auto guard = holder->lock("k");
+  redis.run({"ACL", "SETUSER", "nochannels", "on", ">secret", "resetkeys", "~dlock:*", "resetchannels", "+@all"});
+  auto waiter = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.redis.username = "nochannels";
+    c.redis.password = "secret";
+    c.lock.turn_window = 60000ms;
+  });
+  std::atomic<bool> returned{false};
+  auto waiting = std::async(std::launch::async, [&] {
+    const bool got = static_cast<bool>(waiter->try_lock("k", {.wait = 4000ms}));
+    returned = true;
+    return got;
+  });
+  // Freed two seconds after the waiter's wait ran out: too late for it.
+  std::this_thread::sleep_for(6000ms);
+  const bool returned_before_release = returned.load();
+  guard.unlock();
+  CHECK_FALSE(waiting.get());
+  CHECK(returned_before_release);
 }
 
 TEST_CASE("a waiter whose subscription cannot be made keeps trying every third of a window", "[line][subscriber]") {
