@@ -319,8 +319,12 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     }
     if (reply.type != RedisReply::Type::Integer) throw_reply_error(key, names, reply, "acquire");
     last_nap_ms = -1 - reply.integer;
-    const Clock::time_point now = Clock::now();
+    Clock::time_point now = Clock::now();
     if (now >= deadline) break;
+    // Never sleep past the holder's lease (a crashed holder publishes nothing)
+    // nor past a third of the turn window (the place in line must be renewed).
+    const Millis nap = last_nap_ms >= 0 ? Millis(last_nap_ms + 1) : last_nap_ms == -1 ? kNoLeaseRetry : Millis(1);
+    const Clock::time_point wake = std::min({now + std::min(nap, refresh), deadline});
     if (!ticket) {
       stats_.contended.fetch_add(1, std::memory_order_relaxed);
       // Unconfirmed, a waiter falls back to its timed tries, which must not stop for long.
@@ -330,11 +334,11 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
       // held, its release is still to come: a plain EXISTS tells, at a
       // fraction of what another try would cost the server.
       if (!still_held(names)) continue;
+      // Subscribing took time of its own (up to the wait's end, unconfirmed): the sleep still ends on time.
+      now = Clock::now();
+      if (now >= deadline) break;
     }
-    // Never sleep past the holder's lease (a crashed holder publishes nothing)
-    // nor past a third of the turn window (the place in line must be renewed).
-    const Millis nap = last_nap_ms >= 0 ? Millis(last_nap_ms + 1) : last_nap_ms == -1 ? kNoLeaseRetry : Millis(1);
-    if (auto direct = ticket.wait(std::min({nap, refresh, std::chrono::ceil<Millis>(deadline - now)}))) {
+    if (auto direct = ticket.wait(std::max(Millis(0), std::chrono::ceil<Millis>(wake - now)))) {
       return grant_direct(key, names, id, held, *direct, lease, renewed, called);
     }
   }
