@@ -12,6 +12,7 @@
 #include "services.hpp"
 #include "dlock/scripts.hpp"
 #include "admin_connection.hpp"
+#include "tcp_proxy.hpp"
 
 using namespace std::chrono_literals;
 
@@ -194,6 +195,57 @@ TEST_CASE("a waiter whose subscription cannot be made keeps trying every third o
   CHECK(got);
   // The lock was free after ~600 ms; a waiter re-tries at least every turn_window/3 (333 ms).
   CHECK(took < 2000);
+}
+
+TEST_CASE("a waiter on a slow link re-confirms its place in time and gets the lock before a later waiter",
+          "[line][fault]") {
+  // 550 ms each way to Redis; a window of 3 s: a waiter re-confirms its place at least every third of it
+  // (plus its round trip), and is taken for dead only if not heard from for the whole window.
+  dlock::test::RedisServer redis;
+  dlock::test::TcpProxy proxy(redis.port());
+  const auto window = [](dlock::Config& c) { c.lock.turn_window = 3000ms; };
+  auto holder = dlock::test::make_service(redis, window);
+  auto later = dlock::test::make_service(redis, window);
+  auto slow = dlock::test::make_service(redis, [&](dlock::Config& c) {
+    window(c);
+    c.redis.port = proxy.port();
+    c.redis.command_timeout = 5000ms;
+    c.redis.connect_timeout = 5000ms;
+  });
+  {
+    // Its pooled and subscriber connections open, its scripts loaded, before the link slows down.
+    auto warm = holder->lock("warm-up");
+    CHECK_FALSE(slow->try_lock("warm-up", {.wait = 300ms}));
+  }
+  auto guard = holder->lock("k");
+  proxy.set_delay(550);
+
+  std::mutex mutex;
+  std::vector<std::string> order;
+  auto take = [&](const std::shared_ptr<dlock::RedisLockService>& service, const std::string& name) {
+    return std::async(std::launch::async, [&, service, name] {
+      auto got = service->try_lock("k", {.wait = 20s});
+      std::lock_guard lock(mutex);
+      order.push_back(got ? name : name + " timed out");
+    });
+  };
+  auto slow_waiting = take(slow, "slow");
+  REQUIRE(dlock::test::await_line(redis, "k", 1, 0ms));
+  const std::string slow_id = redis.run({"ZRANGE", "dlock:{k}:queue", "0", "0"});
+  const std::string first_deadline = redis.run({"ZSCORE", "dlock:{k}:alive", slow_id});
+  auto later_waiting = take(later, "later");
+  REQUIRE(dlock::test::await_line(redis, "k", 2, 0ms));
+  // Released once the slow waiter re-confirmed its place, or once its first deadline passed without that.
+  REQUIRE(dlock::test::eventually(
+      [&] {
+        return redis.run({"ZSCORE", "dlock:{k}:alive", slow_id}) != first_deadline ||
+               dlock::test::server_ms(redis) > std::stoll(first_deadline);
+      },
+      10000ms));
+  guard.unlock();
+  slow_waiting.get();
+  later_waiting.get();
+  CHECK(order == std::vector<std::string>{"slow", "later"});
 }
 
 TEST_CASE("waiters keep their places when the server, not they, stood still for longer than a window",

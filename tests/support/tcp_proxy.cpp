@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace dlock::test {
 
@@ -76,12 +78,13 @@ void TcpProxy::accept_loop() {
     ++accepted_;
     std::lock_guard lock(mutex_);
     links_.push_back(link);
-    threads_.emplace_back([link, this] { pump(link, link->client, link->server, stopping_); });
-    threads_.emplace_back([link, this] { pump(link, link->server, link->client, stopping_); });
+    threads_.emplace_back([link, this] { pump(link, link->client, link->server, stopping_, delay_ms_); });
+    threads_.emplace_back([link, this] { pump(link, link->server, link->client, stopping_, delay_ms_); });
   }
 }
 
-void TcpProxy::pump(const std::shared_ptr<Link>& link, int from, int to, std::atomic<bool>& stopping) {
+void TcpProxy::pump(const std::shared_ptr<Link>& link, int from, int to, std::atomic<bool>& stopping,
+                    const std::atomic<int>& delay_ms) {
   char buffer[16384];
   while (!stopping) {
     pollfd watched{from, POLLIN, 0};
@@ -93,6 +96,7 @@ void TcpProxy::pump(const std::shared_ptr<Link>& link, int from, int to, std::at
       return;
     }
     if (link->blackholed) continue;
+    if (const int delay = delay_ms.load(); delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     for (ssize_t sent = 0; sent < got;) {
       const ssize_t wrote = ::write(to, buffer + sent, static_cast<size_t>(got - sent));
       if (wrote <= 0) return;

@@ -27,19 +27,25 @@ class TcpProxy {
   // dropped in both directions; nothing is closed. New connections forward.
   void blackhole_existing();
 
+  // From now on, every chunk of bytes waits this long before it is passed on, in
+  // each direction, on every connection: a slow link (a round trip costs twice this).
+  void set_delay(int ms) { delay_ms_ = ms; }
+
   // How many connections the proxy has accepted so far.
   int accepted() const { return accepted_.load(); }
 
  private:
   struct Link;
   void accept_loop();
-  static void pump(const std::shared_ptr<Link>& link, int from, int to, std::atomic<bool>& stopping);
+  static void pump(const std::shared_ptr<Link>& link, int from, int to, std::atomic<bool>& stopping,
+                   const std::atomic<int>& delay_ms);
 
   int target_port_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> accepted_{0};
+  std::atomic<int> delay_ms_{0};
   std::mutex mutex_;
   std::vector<std::shared_ptr<Link>> links_;  // guarded by mutex_
   std::vector<std::thread> threads_;          // guarded by mutex_
