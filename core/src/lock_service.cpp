@@ -332,8 +332,10 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
       // Listening now, it hears every release from here on; one between the
       // try above and now it looks for before it sleeps. While the lock is
       // held, its release is still to come: a plain EXISTS tells, at a
-      // fraction of what another try would cost the server.
-      if (!still_held(names)) continue;
+      // fraction of what another try would cost the server. Unless the look
+      // would end past the time to renew its place in line (a slow link, a
+      // slow subscription): then it tries at once, which renews it.
+      if (Clock::now() + (now - sent) >= wake || !still_held(names)) continue;
       // Subscribing took time of its own (up to the wait's end, unconfirmed): the sleep still ends on time.
       now = Clock::now();
       if (now >= deadline) break;
