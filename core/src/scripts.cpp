@@ -133,8 +133,8 @@ local function hand_turn(turn, channel, head, window, told)
   redis.call('PUBLISH', channel, head)
   redis.call('SET', turn, head, 'PX', math.max(1, math.floor(window / 3)))
 end
--- Joins the line once, by arrival (`place`: the caller's ZRANK, nil when not
--- in line), and renews the caller's presence in it.
+-- Joins the line once, by arrival (`place`: the caller's arrival as the
+-- caller read it, nil when not in line), and renews the caller's presence in it.
 local function stay_in_line(queue, alive, id, window, place)
   if not place then redis.call('ZADD', queue, now_us_text(), id) end
   redis.call('ZADD', alive, now() + window, id, now(), '')
@@ -206,7 +206,7 @@ if bad then return bad end
 local heard, place, told
 heard, bad = read(alive, 'ZSCORE', '')
 if bad then return bad end
-place, bad = read(queue, 'ZRANK', id)
+place, bad = read(queue, 'ZSCORE', id)
 if bad then return bad end
 local left = redis.call('PTTL', lock)
 if left == -2 then
@@ -270,7 +270,10 @@ if held == 1 and redis.call('EXISTS', queue) == 0 then
   redis.call('DEL', lock)
   return ''
 end
-if type(held) ~= 'number' then return redis.error_reply('DLOCK_WRONGTYPE ' .. lock .. ' is not a hash') end
+if type(held) ~= 'number' then
+  if not string.find(held.err or '', 'WRONGTYPE', 1, true) then return held end
+  return redis.error_reply('DLOCK_WRONGTYPE ' .. lock .. ' is not a hash')
+end
 )lua" + kPrelude + R"lua(
 local channel = lock .. ':released'
 local window, retention = string.match(ARGV[2], '^(%d+) (%d+)$')
@@ -289,7 +292,7 @@ if candidate ~= head then
   forgive_stillness(alive, window, heard)
   head = live_head(queue, alive, head)
 end
-if candidate and (candidate == head or (may_bypass == '1' and redis.call('ZRANK', queue, candidate))) then
+if candidate and (candidate == head or (may_bypass == '1' and redis.call('ZSCORE', queue, candidate))) then
   -- A fencing counter that holds no count leaves the plain hand-off below
   -- to run (and the next acquire to report it).
   local token = draw_fence(fence, retention)
