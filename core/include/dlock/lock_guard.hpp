@@ -26,7 +26,8 @@ class LockGuard {
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;
   // Releases the hold if still held. Never throws: a failed release is logged,
-  // and the lock then expires by itself within its lease.
+  // and the lock then expires by itself within its lease. A lock found lost
+  // is not logged again here: its loss was logged once, when it was found.
   ~LockGuard();
 
   // True iff acquired, not yet released, and not lost(). A moved-from or
