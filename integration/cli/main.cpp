@@ -2,6 +2,7 @@
 //
 //   dlock run KEY [--wait DUR] [--lease DUR] [--config FILE] [--kill-on-lost] -- COMMAND [ARGS...]
 //   dlock status KEY... [--config FILE] [--json]
+//   dlock list [PATTERN] [--config FILE] [--json]
 //   dlock unlock --force KEY [--config FILE]
 //   dlock --version | --help | CMD --help
 
@@ -11,11 +12,14 @@
 #include <string>
 #include <system_error>
 
+#include <spdlog/spdlog.h>
+
 #include "child_process.hpp"
 #include "cli_options.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/version.hpp"
 #include "exit_codes.hpp"
+#include "list_command.hpp"
 #include "redis_refusal.hpp"
 #include "run_command.hpp"
 #include "status_command.hpp"
@@ -29,7 +33,9 @@ const char* const kUsage =
     "usage: dlock COMMAND [OPTIONS]\n"
     "Reentrant distributed locks on Redis, from the shell.\n"
     "  run KEY [options] -- COMMAND [ARGS...]   run COMMAND while holding the lock KEY\n"
-    "  status KEY... [--json]                   show who holds each lock, hold count, lease, fencing token\n"
+    "  status KEY... [--json]                   show who holds each lock (host, pid, since), hold count,\n"
+    "                                           lease, fencing token\n"
+    "  list [PATTERN] [--json]                  list the locks held under the prefix, with their holders\n"
     "  unlock --force KEY                       break a lock, whoever holds it (operators' escape hatch)\n"
     "  --version                                print the dlock version\n"
     "  -h, --help                               show this help; `dlock COMMAND --help` for a command's options\n"
@@ -87,6 +93,8 @@ int run_reporting_errors(const Subcommand& command, std::span<char* const> args)
 
 int main(int argc, char** argv) {
   reset_inherited_signal_state();  // before the lock service starts threads that inherit the mask
+  // The library's log lines read as the command's own: "dlock: warning: ...", no timestamp.
+  spdlog::set_pattern("dlock: %l: %v");
   const std::span<char* const> args(argv, static_cast<std::size_t>(argc));
   if (args.size() < 2) {
     std::cerr << kUsage;
@@ -104,6 +112,7 @@ int main(int argc, char** argv) {
   const Subcommand subcommands[] = {
       {"run", kRunUsage, run_command},
       {"status", kStatusUsage, status_command},
+      {"list", kListUsage, list_command},
       {"unlock", kUnlockUsage, unlock_command},
   };
   for (const auto& command : subcommands) {
