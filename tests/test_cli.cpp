@@ -365,6 +365,25 @@ TEST_CASE("dlock list shows every held lock under the prefix with holder, holds,
   waiter.join();
 }
 
+TEST_CASE("dlock reads dlock's section of a service's own config file with --section", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.key_prefix = "inv-lock:"; });
+  auto guard = service->lock("stock:1");
+  const std::string file = dir.write("service.yaml", "inventory:\n  warehouses: [north]\ndlock:\n  redis:\n    port: " +
+                                                        std::to_string(redis.port()) +
+                                                        "\n  lock:\n    key_prefix: \"inv-lock:\"\n");
+  const auto status = dlock_cli(dir, {"status", "stock:1", "--config", file, "--section", "dlock", "--json"});
+  INFO(status.out << status.err);
+  CHECK(status.status == 0);
+  CHECK(json_field(status.out, "held") == "true");
+  // Without it, the whole file is read, and the message says what to do.
+  const auto whole = dlock_cli(dir, {"status", "stock:1", "--config", file});
+  CHECK(whole.status == 78);
+  CHECK_THAT(whole.err, Catch::Contains("inventory: unknown section") && Catch::Contains("pass --section"));
+  CHECK(dlock_cli(dir, {"status", "stock:1", "--section", "dlock"}).status == 64);  // a section of no file
+}
+
 TEST_CASE("dlock list with nothing held says which prefix and server it searched", "[cli]") {
   dlock::test::RedisServer redis;
   TempDir dir;
@@ -459,8 +478,8 @@ TEST_CASE("dlock --version prints the library version and --help describes every
   }
   const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
       {"run", {"--wait", "--lease", "--config", "--kill-on-lost", "75", "69", "76", "78", "64", "127"}},
-      {"status", {"--config", "--json", "76"}},
-      {"list", {"PATTERN", "--config", "--json", "SCAN", "76"}},
+      {"status", {"--config", "--section", "--json", "76"}},
+      {"list", {"PATTERN", "--config", "--section", "--json", "SCAN", "76"}},
       {"unlock", {"--force", "--config", "76"}},
   };
   for (const auto& [command, names] : options) {

@@ -510,7 +510,7 @@ TEST_CASE("a missing section is named with the sections that are there, at no li
                                              "got a list"));
 }
 
-TEST_CASE("a dotted section path reads a nested section; an empty section is all defaults") {
+TEST_CASE("a dotted section path reads a nested section, and an empty section is all defaults") {
   NoOverrides env;
   TempDir dir;
   const auto nested = dir.write("services:\n  other: {}\n  dlock:\n    lock:\n      wait_ms: 250\n");

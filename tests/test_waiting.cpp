@@ -59,7 +59,7 @@ TEST_CASE("try_lock returns an empty guard when the lock stays busy", "[waiting]
   CHECK(guard);
 }
 
-TEST_CASE("try_lock without a wait tries once, whatever lock.wait_ms; lock() waits that long", "[waiting]") {
+TEST_CASE("try_lock without a wait tries once whatever lock.wait_ms, while lock() waits that long", "[waiting]") {
   dlock::test::RedisServer redis;
   auto holder = dlock::test::make_service(redis);
   auto waiter = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.wait = 20s; });

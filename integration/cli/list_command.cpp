@@ -21,7 +21,7 @@
 namespace dlock::cli {
 
 const char* const kListUsage =
-    "usage: dlock list [PATTERN] [--config FILE] [--json]\n"
+    "usage: dlock list [PATTERN] [--config FILE [--section NAME]] [--json]\n"
     "Lists the locks held under the config's lock.key_prefix whose KEY matches PATTERN (a Redis glob:\n"
     "*, ?, [abc], \\ escapes; default *): key, holder (host, pid, since when), hold count, lease left,\n"
     "waiters in line and fencing token. Only reads Redis: SCAN (never KEYS) finds the locks, then\n"
@@ -30,6 +30,8 @@ const char* const kListUsage =
     "it searched: a service with another lock.key_prefix keeps its locks elsewhere.\n"
     "  --config FILE   dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                  with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
+    "  --section NAME  read only that section of the config file (e.g. dlock, or services.dlock),\n"
+    "                  for a service's own file that holds dlock's settings under it\n"
     "  --json          print one JSON array of objects {key, owner, hold_count, host, pid, since,\n"
     "                  service_started, lease_ms, waiters, fencing_token, lock_name}; null where\n"
     "                  there is no value\n"
@@ -169,7 +171,7 @@ std::string to_table(const std::vector<HeldLock>& locks) {
 }  // namespace
 
 int list_command(std::span<char* const> args) {
-  const ParsedArgs parsed = parse_args(args, OptionSpec{{"--config"}, {"--json"}, std::nullopt});
+  const ParsedArgs parsed = parse_args(args, OptionSpec{kConfigOptions, {"--json"}, std::nullopt});
   if (parsed.help) {
     std::cout << kListUsage;
     return kExitOk;
@@ -177,7 +179,7 @@ int list_command(std::span<char* const> args) {
   if (parsed.positionals.size() > 1) throw UsageError("list takes at most one PATTERN");
   const std::string pattern = parsed.positionals.empty() ? "*" : parsed.positionals.front();
 
-  const Config config = resolve_config(parsed.value("--config"));
+  const Config config = resolve_config(parsed);
   HiredisExecutor redis(config.redis);
   redis.connect();
   HolderDirectory holders(redis, config.lock.key_prefix);

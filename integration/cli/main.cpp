@@ -4,12 +4,15 @@
 //   dlock status KEY... [--config FILE] [--json]
 //   dlock list [PATTERN] [--config FILE] [--json]
 //   dlock unlock --force KEY [--config FILE]
+// Every command also takes --section NAME (dlock's section of a service's own config file).
 //   dlock --version | --help | CMD --help
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
@@ -40,7 +43,8 @@ const char* const kUsage =
     "  --version                                print the dlock version\n"
     "  -h, --help                               show this help; `dlock COMMAND --help` for a command's options\n"
     "Every command takes --config FILE (default: $DLOCK_CONFIG, else built-in defaults:\n"
-    "Redis at 127.0.0.1:6379, prefix dlock:, overridden by DLOCK_REDIS_HOST/PORT/PASSWORD).\n"
+    "Redis at 127.0.0.1:6379, prefix dlock:, overridden by DLOCK_REDIS_HOST/PORT/PASSWORD),\n"
+    "and --section NAME to read only dlock's section of a service's own config file.\n"
     "Exit status 64 bad usage, 69 Redis unreachable, 76 Redis refused (a name holding another type,\n"
     "a missing ACL right, a read-only replica), 78 bad config, 70 internal error, 71 system error;\n"
     "see each command's help.\n";
@@ -69,7 +73,17 @@ int run_reporting_errors(const Subcommand& command, std::span<char* const> args)
     print_usage_error(command, e.what());
     return kExitUsage;
   } catch (const dlock::ConfigError& e) {
-    std::cerr << "dlock: config error: " << e.what() << "\n";
+    const std::string message = e.what();
+    // The usual cause: a service's own file, with dlock's settings in a section of it.
+    const bool whole_file = std::none_of(args.begin(), args.end(), [](const char* arg) {
+      return std::string_view(arg).starts_with("--section");
+    });
+    const bool hint = whole_file && message.find(": unknown section") != std::string::npos;
+    std::cerr << "dlock: config error: " << message
+              << (hint ? "; if the file holds a service's own settings too, pass --section with the name of "
+                         "dlock's section"
+                       : "")
+              << "\n";
     return kExitConfig;
   } catch (const dlock::ConnectionError& e) {
     std::cerr << "dlock: redis unreachable: " << e.what() << "\n";

@@ -24,12 +24,15 @@
 namespace dlock::cli {
 
 const char* const kRunUsage =
-    "usage: dlock run KEY [--wait DUR] [--lease DUR] [--config FILE] [--kill-on-lost] -- COMMAND [ARGS...]\n"
+    "usage: dlock run KEY [--wait DUR] [--lease DUR] [--config FILE [--section NAME]] [--kill-on-lost] -- COMMAND "
+    "[ARGS...]\n"
     "Runs COMMAND while holding the distributed lock KEY, like flock(1) across hosts.\n"
     "  --wait DUR       how long to wait for a busy lock (default: lock.wait_ms of the config, 0 = try once)\n"
     "  --lease DUR      fixed lease, never renewed (default: watchdog-renewed for as long as COMMAND runs)\n"
     "  --config FILE    dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                   with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
+    "  --section NAME   read only that section of the config file (e.g. dlock, or services.dlock),\n"
+    "                   for a service's own file that holds dlock's settings under it\n"
     "  --kill-on-lost   send COMMAND SIGTERM if the lock is lost while it runs (the loss is one line\n"
     "                   on stderr either way)\n"
     "  -h, --help       show this help\n"
@@ -98,7 +101,8 @@ void release(LockGuard& guard, RunState& state) {
 }  // namespace
 
 int run_command(std::span<char* const> args) {
-  const OptionSpec spec{{"--wait", "--lease", "--config"}, {"--kill-on-lost"}, 1};
+  OptionSpec spec{kConfigOptions, {"--kill-on-lost"}, 1};
+  spec.valued.insert({"--wait", "--lease"});
   const ParsedArgs parsed = parse_args(args, spec);
   if (parsed.help) {
     std::cout << kRunUsage;
@@ -114,7 +118,7 @@ int run_command(std::span<char* const> args) {
   state->command = parsed.command.front();
   state->kill_on_lost = parsed.has("--kill-on-lost");
 
-  const Config config = resolve_config(parsed.value("--config"));
+  const Config config = resolve_config(parsed);
   auto service = make_lock_service(config);
   service->on_lost([state](const std::string&) { on_lost(*state); });
 

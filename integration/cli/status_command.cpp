@@ -20,7 +20,7 @@
 namespace dlock::cli {
 
 const char* const kStatusUsage =
-    "usage: dlock status KEY... [--config FILE] [--json]\n"
+    "usage: dlock status KEY... [--config FILE [--section NAME]] [--json]\n"
     "Shows for each lock KEY whether it is held, by which service (host, pid) since when, its owner\n"
     "token, the hold count (re-entry depth), the remaining lease and the last fencing token; for a\n"
     "free lock, the name and server it was looked for at (check lock.key_prefix if you expected it\n"
@@ -28,6 +28,8 @@ const char* const kStatusUsage =
     "HGETALL, PTTL, GET), then the holder's registry entry (GET).\n"
     "  --config FILE   dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                  with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
+    "  --section NAME  read only that section of the config file (e.g. dlock, or services.dlock),\n"
+    "                  for a service's own file that holds dlock's settings under it\n"
     "  --json          print one JSON array of objects {key, held, owner, hold_count, host, pid, since,\n"
     "                  service_started, lease_ms, fencing_token, owners: [{token, hold_count, host, pid,\n"
     "                  since, service_started}], lock_name, redis}; null where there is no value\n"
@@ -138,14 +140,14 @@ std::string to_text(const LockStatus& s, const std::string& endpoint, long long 
 }  // namespace
 
 int status_command(std::span<char* const> args) {
-  const ParsedArgs parsed = parse_args(args, OptionSpec{{"--config"}, {"--json"}, std::nullopt});
+  const ParsedArgs parsed = parse_args(args, OptionSpec{kConfigOptions, {"--json"}, std::nullopt});
   if (parsed.help) {
     std::cout << kStatusUsage;
     return kExitOk;
   }
   if (parsed.positionals.empty()) throw UsageError("status needs at least one KEY");
 
-  const Config config = resolve_config(parsed.value("--config"));
+  const Config config = resolve_config(parsed);
   HiredisExecutor redis(config.redis);
   redis.connect();
   CliScript script(redis, kStatusScript, "read a lock's status");
