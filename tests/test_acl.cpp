@@ -3,7 +3,8 @@
 // dlock::Error, never a wrong "acquired".
 //
 // What dlock sends: PING (connect check), AUTH, SELECT (only for a database
-// other than 0), SCRIPT LOAD, EVALSHA, SUBSCRIBE, UNSUBSCRIBE. Redis 7 checks
+// other than 0), SCRIPT LOAD, EVALSHA, SUBSCRIBE, UNSUBSCRIBE, and SET and DEL
+// of the service's registry entry (test_instance_registry.cpp). Redis 7 checks
 // the commands a script runs against the user too: TYPE, EXISTS, GET, SET,
 // INCR, DECR, HSET, HEXISTS, PEXPIRE, PTTL, DEL on the lock's keys, ZADD,
 // ZSCORE, ZREM, ZRANGE on its line of waiters, TIME, and PUBLISH on its
