@@ -55,6 +55,9 @@ TEST_CASE("a user with only the README's minimal ACL runs the whole lock cycle",
   auto outer = service->lock("acl");
   auto inner = service->lock("acl");
   CHECK(service->hold_count("acl") == 2);
+  // The service's registry entry was written as the user too.
+  const std::string instance = redis.run({"HKEYS", "dlock:{acl}"}).substr(0, 32);
+  CHECK(redis.run({"EXISTS", "dlock:instance:" + instance}) == "1");
   std::this_thread::sleep_for(800ms);  // a renewal or two, as the user
   CHECK(outer);
 
