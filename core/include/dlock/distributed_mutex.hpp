@@ -19,6 +19,7 @@
 // LockGuard, whose unlock() throws.
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>

@@ -42,9 +42,12 @@
 //   P{K}:queue    sorted set: waiting acquisitions by arrival, while anyone waits
 //   P{K}:alive    sorted set: until when each waiter is presumed alive
 //   P{K}:turn     for a third of a turn window, the waiter last told it is its turn
+// and, once per service, not per lock, Pinstance:<instance>: the service's
+// host, pid and start time, for operators (detail/instance_registry.hpp).
 // The hash's fields are acquisition ids, "<instance>:<thread>:<n>": every
 // first acquisition has its own, so a retried call, a detached lock and a
-// late renewal are each told apart from a new acquisition by the same thread.
+// late renewal are each told apart from a new acquisition by the same thread
+// (<n> is the microseconds since the service started, see acquisition_id.hpp).
 //
 // Fairness: waiters are served in arrival order across threads, processes
 // and hosts, however the lock became free (released, lease ran out, holder

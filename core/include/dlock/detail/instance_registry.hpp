@@ -2,20 +2,21 @@
 // Who holds a lock, at no cost per lock: every service writes one small entry
 // about itself, P"instance:"<instance> (P the key prefix, <instance> the 32
 // hex digits that begin each of its acquisition ids), holding its host, pid
-// and start time. It is written at start-up, kept alive by the watchdog at
-// a low fixed rate (once per lease period; it expires after three), and
-// deleted when the service ends in order. `dlock status` and `dlock list`
-// read it for each holder they show.
+// and start time. It is written at start-up, then, from the service's first
+// lock on, kept alive by the watchdog's renewer at a low fixed rate (once per
+// lease period; it expires after three), and deleted when the service ends
+// in order. `dlock status` and `dlock list` read it for each holder they show.
 //
 // The registry is a courtesy to operators, never a condition for locking: a
-// Redis that refuses the write (a key pattern that covers only lock names,
-// a read-only user) costs one warning and no registry, nothing else.
+// Redis that refuses the write (a key pattern that covers only lock names)
+// costs one warning and no registry, nothing else.
 
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <spdlog/logger.h>
 
