@@ -423,6 +423,12 @@ void ServiceCore::release(Hold& hold, Release how) {
   // Before the release is sent, so no renewal can re-extend a released lock.
   if (final) watchdog_.unwatch(*lock);
   if (how == Release::locally_only) return;
+  if (!lock->lost_flag.load() && lock->is_lost()) {
+    // Its validity ran out by this holder's clock and the watchdog, which gives
+    // that verdict on a thread of its own, has not said so yet: the verdict
+    // must not depend on which thread runs first.
+    handle_lost(lock, "its lease ran out by the local clock before its release");
+  }
   if (lock->lost_flag.load()) {
     // Its hold may still be in Redis (a renewal that came too late, a grant
     // that arrived already expired by our clock): the release, owner-checked

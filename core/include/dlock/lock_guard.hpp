@@ -62,9 +62,11 @@ class LockGuard {
   Millis remaining() const;
 
   // Releases THIS hold now. Idempotent. Throws LockLostError (and leaves
-  // Redis untouched) if the lock was no longer this owner's — the critical
-  // section may have overlapped another holder; throws ConnectionError if
-  // Redis could not be told (the lock then expires within its lease).
+  // another owner's lock untouched) if the lock was no longer this owner's,
+  // or was lost() by the local clock, whether or not the watchdog had said so
+  // yet — the critical section may have overlapped another holder; throws
+  // ConnectionError if Redis could not be told (the lock then expires within
+  // its lease).
   void unlock();
 
   // Lets go of this hold WITHOUT releasing it: the guard becomes empty, the
