@@ -62,7 +62,7 @@ std::pair<long long, long long> run_buyers(const dlock::Config& config, const Sa
       while (next.fetch_add(1) < buyers) {
         bool bought = false;
         if (use_lock) {
-          WITH_DISTRIBUTED_LOCK_OPTS(dlock::lock_key("stock:{}", sku), (dlock::LockOptions{.wait = std::chrono::seconds(30)})) {
+          WITH_DISTRIBUTED_LOCK("stock:{}", sku, {.wait = std::chrono::seconds(30)}) {
             bought = buy_one(*redis, sale);
           }
         } else {

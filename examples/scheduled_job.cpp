@@ -1,9 +1,9 @@
 // A periodic job that several instances run, where exactly one instance may
 // run each round (ShedLock's use case). Each round every instance tries the
-// job's lock once (try_lock, no wait) with a fixed lease a little shorter
-// than the period; the winner runs the job and detaches the guard, so the
-// lock stays until its lease ends and no instance runs the job twice in one
-// round, however fast the job was.
+// job's lock once (WITH_DISTRIBUTED_LOCK_IF_FREE: no wait) with a fixed lease
+// a little shorter than the period; the winner runs the job and detaches the
+// guard, so the lock stays until its lease ends and no instance runs the job
+// twice in one round, however fast the job was.
 //
 //   scheduled_job --config config/dlock.yaml --job nightly-report --rounds 5 --period-ms 400 --processes 3
 
@@ -41,11 +41,13 @@ int run_instance(const dlock::Config& config, const std::string& job, long long 
   auto service = dlock::make_lock_service(config);
   dlock::HiredisExecutor redis(config.redis);
   redis.connect();
+  DISTRIBUTED_LOCK_SERVICE(service);  // a free function: say which service the forms below use
   // The lease ends a little before the next round starts, so that round's winner finds the lock free.
-  const dlock::LockOptions once_per_round{.wait = dlock::Millis(0), .lease = dlock::Millis(period_ms * 8 / 10)};
+  const dlock::Millis lease(period_ms * 8 / 10);
   for (long long round = first_round; round < first_round + rounds; ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(round * period_ms - now_ms()));
-    if (auto guard = service->try_lock(dlock::lock_key("job:{}", job), once_per_round)) {
+    // Tries once; the instances that find it taken skip this round (lock4j's skip strategy).
+    WITH_DISTRIBUTED_LOCK_IF_FREE_AS(guard, "job:{}", job, {.lease = lease}) {
       redis.command({"INCR", dlock::lock_key("runs:{}:{}", job, round)});
       std::cout << "round " << round - first_round << ": instance " << ::getpid() << " ran " << job
                 << " (fencing token " << guard.fencing_token() << ")" << std::endl;

@@ -1,5 +1,6 @@
 // libFuzzer target over the YAML config loader: any bytes written to a file
-// and read by dlock::load_config must end in a Config or a dlock::ConfigError.
+// and read by dlock::load_config (whole, or its `dlock:` section), or given to
+// dlock::parse_config, must end in a Config or a dlock::ConfigError.
 // Any other exception escapes and is reported by libFuzzer as a crash, as are
 // sanitizer findings, timeouts (hangs) and leaks. Built by fuzz/run.sh.
 #include <unistd.h>
@@ -22,6 +23,15 @@ const std::string& input_path() {
   return path;
 }
 
+// A loaded config must hold values inside the documented ranges.
+void check_ranges(const dlock::Config& config) {
+  if (config.redis.port < 1 || config.redis.port > 65535 || config.redis.pool_size < 1 ||
+      config.lock.key_prefix.empty() || config.lock.max_key_bytes < 1 || config.lock.watchdog_timeout.count() <= 0 ||
+      config.lock.wait.count() < 0) {
+    std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -38,14 +48,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (file == nullptr) std::abort();
   if (size > 0 && std::fwrite(data, 1, size, file) != size) std::abort();
   std::fclose(file);
-  try {
-    const dlock::Config config = dlock::load_config(path);
-    // A loaded config must hold values inside the documented ranges.
-    if (config.redis.port < 1 || config.redis.port > 65535 || config.redis.pool_size < 1 ||
-        config.lock.key_prefix.empty() || config.lock.max_key_bytes < 1 ||
-        config.lock.watchdog_timeout.count() <= 0 || config.lock.wait.count() < 0) {
-      std::abort();
+  // The whole file, and the `dlock:` section of a service's own file.
+  for (const char* section : {"", "dlock"}) {
+    try {
+      check_ranges(dlock::load_config(path, section));
+    } catch (const dlock::ConfigError&) {
     }
+  }
+  try {
+    check_ranges(dlock::parse_config(std::string(reinterpret_cast<const char*>(data), size), "fuzz", "services.dlock"));
   } catch (const dlock::ConfigError&) {
   }
   return 0;

@@ -3,7 +3,8 @@
 // dlock::Error, never a wrong "acquired".
 //
 // What dlock sends: PING (connect check), AUTH, SELECT (only for a database
-// other than 0), SCRIPT LOAD, EVALSHA, SUBSCRIBE, UNSUBSCRIBE. Redis 7 checks
+// other than 0), SCRIPT LOAD, EVALSHA, SUBSCRIBE, UNSUBSCRIBE, and SET and DEL
+// of the service's registry entry (test_instance_registry.cpp). Redis 7 checks
 // the commands a script runs against the user too: TYPE, EXISTS, GET, SET,
 // INCR, DECR, HSET, HEXISTS, PEXPIRE, PTTL, DEL on the lock's keys, ZADD,
 // ZSCORE, ZREM, ZRANGE on its line of waiters, TIME, and PUBLISH on its
@@ -54,6 +55,9 @@ TEST_CASE("a user with only the README's minimal ACL runs the whole lock cycle",
   auto outer = service->lock("acl");
   auto inner = service->lock("acl");
   CHECK(service->hold_count("acl") == 2);
+  // The service's registry entry was written as the user too.
+  const std::string instance = redis.run({"HKEYS", "dlock:{acl}"}).substr(0, 32);
+  CHECK(redis.run({"EXISTS", "dlock:instance:" + instance}) == "1");
   std::this_thread::sleep_for(800ms);  // a renewal or two, as the user
   CHECK(outer);
 

@@ -10,7 +10,8 @@ TEST_CASE("an empty key is rejected", "[arguments]") {
   auto service = dlock::test::make_service(redis);
   CHECK_THROWS_AS(service->lock(""), dlock::InvalidArgument);
   CHECK_THROWS_WITH(service->try_lock(""), Catch::Contains("empty"));
-  CHECK(redis.run({"DBSIZE"}) == "0");
+  CHECK(redis.run({"EXISTS", "dlock:{}", "dlock:{}:fence", "dlock:{}:queue"}) == "0");
+  CHECK(redis.run({"DBSIZE"}) == "1");  // the service's own registry entry, nothing else
 }
 
 TEST_CASE("a key longer than lock.max_key_bytes is rejected", "[arguments]") {

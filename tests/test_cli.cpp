@@ -4,7 +4,11 @@
 
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <mutex>
@@ -17,6 +21,22 @@
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using namespace dlock::test;
+
+namespace {
+
+// 2024-05-01T12:00:01.234Z, the form `dlock status --json` writes times in.
+std::string utc_timestamp(std::chrono::system_clock::time_point time) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm parts{};
+  ::gmtime_r(&seconds, &parts);
+  char text[96];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1,
+                parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, static_cast<int>(ms % 1000));
+  return text;
+}
+
+}  // namespace
 
 TEST_CASE("dlock run: two processes on one key never overlap", "[cli]") {
   dlock::test::RedisServer redis;
@@ -79,9 +99,32 @@ TEST_CASE("dlock run exits 75 when a busy lock is not had within the wait", "[cl
                                       "--", "touch", dir.file("ran")});
   CHECK(result.status == 75);
   CHECK(dlock::test::elapsed_ms(started) >= 300);
-  CHECK_THAT(result.err, Catch::Contains("cli:busy is held by another owner; not had within 300ms"));
+  CHECK_THAT(result.err, Catch::Contains("cli:busy is still busy after waiting 300ms, held by pid " +
+                                         std::to_string(::getpid())));
   CHECK_FALSE(fs::exists(dir.file("ran")));
   CHECK(guard);
+
+  // Without --wait, the config's wait (0: once): words a person would write, not "within 0ms".
+  const auto once = dlock_cli(dir, {"run", "cli:busy", "--config", config_file(dir, redis.port()), "--", "true"});
+  CHECK(once.status == 75);
+  CHECK_THAT(once.err, Catch::Contains("cli:busy is busy, held by pid") && Catch::Contains("tried once"));
+  CHECK_THAT(once.err, !Catch::Contains("within 0"));
+}
+
+TEST_CASE("dlock run without --wait waits as long as the config's lock.wait_ms", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  auto holder = dlock::test::make_service(redis);
+  auto guard = holder->lock("cli:config-wait");
+  std::thread release([&] {
+    std::this_thread::sleep_for(300ms);
+    guard.unlock();
+  });
+  const auto result = dlock_cli(dir, {"run", "cli:config-wait", "--config",
+                                      config_file(dir, redis.port(), "  wait_ms: 20000\n"), "--", "true"});
+  release.join();
+  INFO(result.err);
+  CHECK(result.status == 0);
 }
 
 TEST_CASE("dlock run exits 69 when Redis is unreachable and 78 for a bad config", "[cli]") {
@@ -166,7 +209,30 @@ TEST_CASE("dlock run --kill-on-lost stops the command when the lock is lost behi
   CHECK(dlock::test::elapsed_ms(deleted) < 3000);  // found at the next renewal, every 200 ms
   CHECK(status != 0);
   CHECK(read_file(dir.file("marker")) == "TERM\n");
-  CHECK_THAT(process.err(), Catch::Contains("lost the lock cli:lost") && Catch::Contains("sent it SIGTERM"));
+  // One lost lock, one line: the library's, worded as the command's own.
+  CHECK(lines_containing(process.err(), "lost") == 1);
+  CHECK_THAT(process.err(), Catch::Contains("dlock: error: lock 'cli:lost' lost by owner"));
+}
+
+TEST_CASE("dlock run: a lock lost while COMMAND runs is one line on stderr and exit 1", "[cli]") {
+  // Found by the watchdog (a 600 ms lease: renewed every 200 ms, while COMMAND runs 500 ms more),
+  // or only by the release at the end (a 60 s lease: no renewal before COMMAND ends).
+  const auto [lease, tail] = GENERATE(std::make_pair("600", "; sleep 0.5"), std::make_pair("60000", ""));
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port(), std::string("  watchdog_timeout_ms: ") + lease + "\n");
+  // COMMAND waits until the test deleted the lock behind it.
+  const std::string body =
+      "touch '" + dir.file("ready") + "'; while [ -e '" + dir.file("ready") + "' ]; do sleep 0.05; done" + tail;
+  Dlock process(dir, {"run", "cli:lost-once", "--config", config, "--", "sh", "-c", body});
+  REQUIRE(dlock::test::eventually([&] { return fs::exists(dir.file("ready")); }));
+  REQUIRE(redis.run({"DEL", "dlock:{cli:lost-once}"}) == "1");
+  fs::remove(dir.file("ready"));
+  const int status = process.wait();
+  INFO("lease " << lease << ": " << process.err());
+  CHECK(status == 1);  // COMMAND exited 0, but without the lock for part of its run
+  CHECK(lines_containing(process.err(), "lost") == 1);
+  CHECK(lines_containing(process.err(), "cli:lost-once") == 1);
 }
 
 TEST_CASE("dlock status --json shows the holder, hold count, lease and fencing token", "[cli]") {
@@ -211,9 +277,120 @@ TEST_CASE("dlock status --json shows the holder, hold count, lease and fencing t
   CHECK(json_field(objects[3], "key") == R"("we\"ird\\key\n\u0001\u00ff")");
   CHECK(json_field(objects[3], "held") == "true");
 
-  const auto text = dlock_cli(dir, {"status", "cli:held", "--config", config});
+  const auto text = dlock_cli(dir, {"status", "cli:held", "cli:never", "--config", config});
   CHECK(text.status == 0);
-  CHECK_THAT(text.out, Catch::StartsWith("cli:held: held by " + owner + " (hold count 2)"));
+  CHECK_THAT(text.out, Catch::StartsWith("cli:held: held by pid " + std::to_string(::getpid()) + " on "));
+  CHECK_THAT(text.out, Catch::Contains(", owner " + owner + " (hold count 2)"));
+  // A free lock says where it was looked for: another prefix or server is the usual surprise.
+  CHECK_THAT(text.out, Catch::Contains("cli:never: free (no lock dlock:{cli:never} on redis 127.0.0.1:" +
+                                       std::to_string(redis.port()) + ")"));
+}
+
+TEST_CASE("dlock status names the holder's host, pid and since when, for a lock any service took", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  auto service = dlock::test::make_service(redis);
+  const auto before = std::chrono::system_clock::now();
+  auto guard = service->lock("cli:who");
+  const auto after = std::chrono::system_clock::now();
+  const auto result = dlock_cli(dir, {"status", "cli:who", "--config", config_file(dir, redis.port()), "--json"});
+  INFO(result.out << result.err);
+  REQUIRE(result.status == 0);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  CHECK(json_field(result.out, "host") == "\"" + std::string(host) + "\"");
+  CHECK(json_field(result.out, "pid") == std::to_string(::getpid()));
+  // "since" is when the lock() call began, to the millisecond.
+  const std::string since = json_field(result.out, "since");
+  REQUIRE(since.size() == 26);
+  CHECK(since >= "\"" + utc_timestamp(before - 1ms));
+  CHECK(since <= "\"" + utc_timestamp(after + 1ms));
+  CHECK(json_field(result.out, "lock_name") == "\"dlock:{cli:who}\"");
+}
+
+TEST_CASE("dlock list shows every held lock under the prefix with holder, holds, lease, waiters and token", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  auto service = dlock::test::make_service(redis);
+  auto a = service->lock("cli:list:a");
+  auto a_again = service->lock("cli:list:a");
+  auto b = service->lock("cli:list:b", {.lease = 20s});
+  auto other = service->lock("elsewhere");
+  service->lock("cli:list:released").unlock();
+  auto waiter_service = dlock::test::make_service(redis);
+  std::thread waiter([&] { waiter_service->try_lock("cli:list:a", {.wait = 3s}); });
+  REQUIRE(dlock::test::await_line(redis, "cli:list:a", 1, 0ms));
+
+  const auto json = dlock_cli(dir, {"list", "cli:list:*", "--config", config, "--json"});
+  INFO(json.out << json.err);
+  REQUIRE(json.status == 0);
+  std::istringstream lines(json.out);
+  std::vector<std::string> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(line);
+  REQUIRE(objects.size() == 2);  // the released lock and the one outside the pattern are not listed
+  CHECK(json_field(objects[0], "key") == "\"cli:list:a\"");
+  CHECK(json_field(objects[0], "hold_count") == "2");
+  CHECK(json_field(objects[0], "waiters") == "1");
+  CHECK(json_field(objects[0], "pid") == std::to_string(::getpid()));
+  CHECK(json_field(objects[0], "fencing_token") == std::to_string(a.fencing_token()));
+  CHECK(json_field(objects[1], "key") == "\"cli:list:b\"");
+  CHECK(json_field(objects[1], "waiters") == "0");
+  const long long lease_ms = std::stoll(json_field(objects[1], "lease_ms"));
+  CHECK(lease_ms > 0);
+  CHECK(lease_ms <= 20000);
+
+  const auto table = dlock_cli(dir, {"list", "--config", config});
+  INFO(table.out);
+  CHECK(table.status == 0);
+  CHECK_THAT(table.out, Catch::StartsWith("KEY "));
+  CHECK_THAT(table.out, Catch::Contains("cli:list:a") && Catch::Contains("cli:list:b") && Catch::Contains("elsewhere"));
+  CHECK_THAT(table.out, Catch::Contains("3 locks held under prefix 'dlock:' on redis 127.0.0.1:"));
+  a_again.unlock();
+  a.unlock();
+  waiter.join();
+}
+
+TEST_CASE("dlock reads dlock's section of a service's own config file with --section", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.key_prefix = "inv-lock:"; });
+  auto guard = service->lock("stock:1");
+  const std::string file = dir.write("service.yaml", "inventory:\n  warehouses: [north]\ndlock:\n  redis:\n    port: " +
+                                                        std::to_string(redis.port()) +
+                                                        "\n  lock:\n    key_prefix: \"inv-lock:\"\n");
+  const auto status = dlock_cli(dir, {"status", "stock:1", "--config", file, "--section", "dlock", "--json"});
+  INFO(status.out << status.err);
+  CHECK(status.status == 0);
+  CHECK(json_field(status.out, "held") == "true");
+  // Without it, the whole file is read, and the message says what to do.
+  const auto whole = dlock_cli(dir, {"status", "stock:1", "--config", file});
+  CHECK(whole.status == 78);
+  CHECK_THAT(whole.err, Catch::Contains("inventory: unknown section") && Catch::Contains("pass --section"));
+  CHECK(dlock_cli(dir, {"status", "stock:1", "--section", "dlock"}).status == 64);  // a section of no file
+}
+
+TEST_CASE("dlock list with nothing held says which prefix and server it searched", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.key_prefix = "inv-lock:"; });
+  auto guard = service->lock("stock:1");
+  // The default prefix finds nothing, and says where it looked.
+  const auto result = dlock_cli(dir, {"list", "--config", config_file(dir, redis.port())});
+  CHECK(result.status == 0);
+  CHECK_THAT(result.out, Catch::StartsWith("no locks held under prefix 'dlock:' on redis 127.0.0.1:" +
+                                           std::to_string(redis.port())));
+  CHECK_THAT(result.out, Catch::Contains("lock.key_prefix"));
+  const auto json = dlock_cli(dir, {"list", "--json", "--config", config_file(dir, redis.port())});
+  CHECK(json.out == "[]\n");
+  CHECK_THAT(json.err, Catch::Contains("no locks held under prefix 'dlock:'"));
+  // With the service's prefix, it is there; a prefix holding glob characters is matched literally.
+  const auto found = dlock_cli(dir, {"list", "--config", config_file(dir, redis.port(), "  key_prefix: \"inv-lock:\"\n")});
+  CHECK_THAT(found.out, Catch::Contains("stock:1") && Catch::Contains("1 lock held under prefix 'inv-lock:'"));
+  auto starred = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.key_prefix = "a*"; });
+  auto starred_guard = starred->lock("k");
+  const auto literal = dlock_cli(dir, {"list", "--config", config_file(dir, redis.port(), "  key_prefix: \"a*\"\n")});
+  CHECK_THAT(literal.out, Catch::Contains("1 lock held under prefix 'a*'"));
 }
 
 TEST_CASE("dlock unlock --force frees a lock another service holds, and the holder sees it lost", "[cli]") {
@@ -282,10 +459,13 @@ TEST_CASE("dlock --version prints the library version and --help describes every
 
   const auto help = dlock_cli(dir, {"--help"});
   CHECK(help.status == 0);
-  for (const char* text : {"run", "status", "unlock", "--version", "76"}) CHECK_THAT(help.out, Catch::Contains(text));
+  for (const char* text : {"run", "status", "list", "unlock", "--version", "76"}) {
+    CHECK_THAT(help.out, Catch::Contains(text));
+  }
   const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
       {"run", {"--wait", "--lease", "--config", "--kill-on-lost", "75", "69", "76", "78", "64", "127"}},
-      {"status", {"--config", "--json", "76"}},
+      {"status", {"--config", "--section", "--json", "76"}},
+      {"list", {"PATTERN", "--config", "--section", "--json", "SCAN", "76"}},
       {"unlock", {"--force", "--config", "76"}},
   };
   for (const auto& [command, names] : options) {

@@ -3,6 +3,8 @@
 // was, and never a "free" for a lock that could not be read.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 
@@ -99,7 +101,7 @@ TEST_CASE("a read-only replica is reported as such, with exit 76", "[cli]") {
   CHECK(json_field(status.out, "held") == "true");
 }
 
-TEST_CASE("the README's ACL serves dlock status and unlock --force", "[cli][acl]") {
+TEST_CASE("the README's ACL serves dlock status, list and unlock --force", "[cli][acl]") {
   LockHeldElsewhere held("dlock", readme_minimal_acl());
 
   const auto status = held.dlock({"status", "cli:acl", "--json"});
@@ -107,6 +109,13 @@ TEST_CASE("the README's ACL serves dlock status and unlock --force", "[cli][acl]
   CHECK(status.status == 0);
   CHECK(json_field(status.out, "held") == "true");
   CHECK(json_field(status.out, "hold_count") == "1");
+  CHECK(json_field(status.out, "pid") == std::to_string(::getpid()));  // the registry entry is readable
+
+  const auto list = held.dlock({"list", "--json"});
+  INFO(list.out << list.err);
+  CHECK(list.status == 0);
+  CHECK(json_field(list.out, "key") == "\"cli:acl\"");
+  CHECK(json_field(list.out, "waiters") == "0");
 
   const auto unlock = held.dlock({"unlock", "--force", "cli:acl"});
   INFO(unlock.out << unlock.err);
@@ -124,6 +133,16 @@ TEST_CASE("a user who may not read a lock gets exit 76 from status, never a free
   CHECK(status.status == 76);
   CHECK(json_field(status.out, "held") == "null");
   CHECK_THAT(status.out, Catch::Contains("lacks a right") && Catch::Contains("+hgetall"));
+}
+
+TEST_CASE("a user who may not SCAN gets exit 76 from list, naming the right", "[cli][acl]") {
+  auto rights = readme_minimal_acl();
+  std::erase(rights, "+scan");
+  LockHeldElsewhere held("noscan", rights);
+  const auto list = held.dlock({"list"});
+  INFO(list.out << list.err);
+  CHECK(list.status == 76);
+  CHECK_THAT(list.err, Catch::Contains("SCAN") && Catch::Contains("lacks a right"));
 }
 
 TEST_CASE("DLOCK_REDIS_PORT=+6379 is refused without a config file as with one", "[cli]") {

@@ -93,6 +93,8 @@ std::string error_of(const fs::path& file) {
 }
 
 std::string at(const fs::path& file, int line) { return file.string() + ":" + std::to_string(line) + ": "; }
+// The prefix of a message about the file as a whole: no line.
+std::string whole(const fs::path& file) { return file.string() + ": "; }
 
 }  // namespace
 
@@ -302,8 +304,7 @@ TEST_CASE("a bad DLOCK_REDIS_PORT names that variable") {
   TempDir dir;
   const auto file = dir.write("");
   const auto message = error_of(file);
-  CHECK_THAT(message, StartsWith(at(file, 1)));
-  CHECK_THAT(message, Contains("DLOCK_REDIS_PORT"));
+  CHECK_THAT(message, StartsWith(whole(file) + "environment variable DLOCK_REDIS_PORT"));
   CHECK_THAT(message, Contains("\"six\""));
 }
 
@@ -315,7 +316,7 @@ TEST_CASE("a signed DLOCK_REDIS_PORT is refused, naming the variable") {
     ScopedEnv port("DLOCK_REDIS_PORT", text);
     INFO("DLOCK_REDIS_PORT=" << text);
     const auto message = error_of(file);
-    CHECK_THAT(message, StartsWith(at(file, 1) + "environment variable DLOCK_REDIS_PORT"));
+    CHECK_THAT(message, StartsWith(whole(file) + "environment variable DLOCK_REDIS_PORT"));
     CHECK_THAT(message, Contains("no sign"));
     // The same rule without a file (the dlock command's built-in defaults).
     dlock::Config config;
@@ -323,10 +324,10 @@ TEST_CASE("a signed DLOCK_REDIS_PORT is refused, naming the variable") {
   }
 }
 
-TEST_CASE("a missing file is reported with its path") {
+TEST_CASE("a missing file is reported with its path, at no line") {
   TempDir dir;
   const auto file = dir.path() / "absent.yaml";
-  CHECK(error_of(file) == at(file, 1) +
+  CHECK(error_of(file) == whole(file) +
                               "cannot open the config file: No such file or directory; check the "
                               "path given for the dlock config");
 }
@@ -334,13 +335,13 @@ TEST_CASE("a missing file is reported with its path") {
 TEST_CASE("a path that cannot be read as a file is reported") {
   // A directory: root ignores file permissions, so chmod 000 would not fail.
   TempDir dir;
-  CHECK_THAT(error_of(dir.path()), StartsWith(at(dir.path(), 1) + "cannot read the config file: Is a directory"));
+  CHECK_THAT(error_of(dir.path()), StartsWith(whole(dir.path()) + "cannot read the config file: Is a directory"));
 }
 
 TEST_CASE("a file over 1 MiB is refused") {
   TempDir dir;
   const auto file = dir.write("# " + std::string(1024 * 1024, 'x') + "\n");
-  CHECK_THAT(error_of(file), StartsWith(at(file, 1) + "the config file is larger than 1 MiB"));
+  CHECK_THAT(error_of(file), StartsWith(whole(file) + "the config is larger than 1 MiB"));
 }
 
 TEST_CASE("malformed YAML is reported at its line") {
@@ -457,4 +458,85 @@ TEST_CASE("make_logger rejects an unknown level") {
   CHECK_THROWS_MATCHES(dlock::make_logger({"loud"}), dlock::ConfigError,
                        Catch::Matchers::Message("logging.level: \"loud\" is not a log level; use one "
                                                 "of trace, debug, info, warn, error, off"));
+}
+
+TEST_CASE("load_config(path, section) reads dlock's section of a service's own file and ignores the rest") {
+  NoOverrides env;
+  TempDir dir;
+  const auto file = dir.write(
+      "inventory:\n"
+      "  warehouses: [north, south]\n"
+      "  unknown_to_dlock: {a: 1}\n"
+      "dlock:\n"
+      "  redis:\n"
+      "    port: 6390\n"
+      "  lock:\n"
+      "    key_prefix: \"inv-lock:\"\n"
+      "metrics: on\n");
+  const dlock::Config config = dlock::load_config(file, "dlock");
+  CHECK(config.redis.port == 6390);
+  CHECK(config.lock.key_prefix == "inv-lock:");
+  CHECK(config.logging.level == "info");
+  // The whole file is still an error for dlock alone: it has sections dlock does not know.
+  CHECK_THAT(error_of(file), StartsWith(at(file, 1) + "inventory: unknown section"));
+}
+
+TEST_CASE("inside a section, messages name the setting by its full path at its line in the file") {
+  NoOverrides env;
+  TempDir dir;
+  const auto file = dir.write("app:\n  name: inventory\ndlock:\n  redis:\n    port: 70000\n");
+  CHECK_THROWS_MATCHES(dlock::load_config(file, "dlock"), dlock::ConfigError,
+                       Catch::Matchers::Message(at(file, 5) + "dlock.redis.port: 70000 is out of range 1..65535"));
+  const auto typo = dir.write("dlock:\n  logs:\n    level: info\n", "typo.yaml");
+  CHECK_THROWS_WITH(dlock::load_config(typo, "dlock"),
+                    StartsWith(at(typo, 2) + "dlock.logs: unknown section (did you mean lock?)"));
+}
+
+TEST_CASE("a missing section is named with the sections that are there, at no line") {
+  NoOverrides env;
+  TempDir dir;
+  const auto file = dir.write("app: 1\ndlok:\n  lock:\n    wait_ms: 5\n");
+  CHECK_THROWS_MATCHES(
+      dlock::load_config(file, "dlock"), dlock::ConfigError,
+      Catch::Matchers::Message(whole(file) + "no section dlock at the top level (did you mean dlok?); found app, "
+                                              "dlok; add a `dlock:` section with dlock's settings (redis, lock, "
+                                              "logging)"));
+  const auto empty = dir.write("", "empty.yaml");
+  CHECK_THROWS_WITH(dlock::load_config(empty, "dlock"),
+                    StartsWith(whole(empty) + "no section dlock at the top level; add"));
+  const auto list = dir.write("- dlock\n", "list.yaml");
+  CHECK_THROWS_WITH(dlock::load_config(list, "dlock"),
+                    StartsWith(at(list, 1) + "looking for the section dlock: expected a map at the top level, "
+                                             "got a list"));
+}
+
+TEST_CASE("a dotted section path reads a nested section, and an empty section is all defaults") {
+  NoOverrides env;
+  TempDir dir;
+  const auto nested = dir.write("services:\n  other: {}\n  dlock:\n    lock:\n      wait_ms: 250\n");
+  CHECK(dlock::load_config(nested, "services.dlock").lock.wait == dlock::Millis(250));
+  const auto empty = dir.write("dlock:\nother: 1\n", "empty-section.yaml");
+  CHECK(dlock::load_config(empty, "dlock").redis.port == 6379);
+  const auto scalar = dir.write("dlock: 5\n", "scalar.yaml");
+  CHECK_THROWS_WITH(dlock::load_config(scalar, "dlock"),
+                    StartsWith(at(scalar, 1) + "dlock: expected a map of sections (redis, lock, logging)"));
+  const auto twice = dir.write("dlock:\n  lock: {}\ndlock:\n  redis: {}\n", "twice.yaml");
+  CHECK_THROWS_WITH(dlock::load_config(twice, "dlock"), StartsWith(at(twice, 3) + "dlock: set twice (first at line 1)"));
+  for (const char* bad : {".dlock", "dlock.", "a..b"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(dlock::load_config(nested, bad), Contains("is not a dotted path"));
+  }
+}
+
+TEST_CASE("parse_config reads YAML text with the same NAME:LINE: messages") {
+  NoOverrides env;
+  const dlock::Config config = dlock::parse_config("lock:\n  key_prefix: \"text:\"\n", "inline");
+  CHECK(config.lock.key_prefix == "text:");
+  CHECK_THROWS_MATCHES(dlock::parse_config("redis:\n  port: 0\n", "inline.yaml"), dlock::ConfigError,
+                       Catch::Matchers::Message("inline.yaml:2: redis.port: 0 is out of range 1..65535"));
+  CHECK(dlock::parse_config("app: 1\ndlock:\n  lock:\n    wait_ms: 7\n", "service.yaml", "dlock").lock.wait ==
+        dlock::Millis(7));
+  CHECK_THROWS_WITH(dlock::parse_config("lock: [", "broken"), StartsWith("broken:1: malformed YAML"));
+  ScopedEnv port("DLOCK_REDIS_PORT", "6401");  // the environment overrides text as it does a file
+  CHECK(dlock::parse_config("redis:\n  port: 7000\n", "inline").redis.port == 6401);
 }

@@ -41,3 +41,28 @@ TEST_CASE("a Redis that stops answering fails make_lock_service within the timeo
   CHECK(dlock::test::elapsed_ms(started) < 1900);
   sleeper.join();
 }
+
+TEST_CASE("a service reads and writes its own data through the executor its locks use", "[factory]") {
+  // As the README shows: one executor (one pool) for the locks and the service's own keys.
+  dlock::test::RedisServer redis;
+  const dlock::Config config = redis.config();
+  auto executor = std::make_shared<dlock::HiredisExecutor>(config.redis);
+  executor->connect();
+  auto locks = std::make_shared<dlock::RedisLockService>(executor, config.lock, dlock::make_logger(config.logging));
+  REQUIRE(executor->command({"SET", "stock:42", "10"}).type == dlock::RedisReply::Type::Status);
+  {
+    DISTRIBUTED_LOCK_SERVICE(locks);
+    WITH_DISTRIBUTED_LOCK_AS(guard, "stock:{}", 42) {
+      const dlock::RedisReply stock = executor->command({"GET", "stock:42"});
+      REQUIRE(stock.type == dlock::RedisReply::Type::String);
+      executor->command({"SET", "stock:42", std::to_string(std::stoi(stock.str) - 1)});
+      executor->command({"SET", "stock:42:fence", std::to_string(guard.fencing_token())});
+    }
+  }
+  CHECK(redis.run({"GET", "stock:42"}) == "9");
+  // An error reply is a reply, not an exception: the caller decides.
+  executor->command({"SET", "text", "abc"});
+  const dlock::RedisReply refused = executor->command({"INCR", "text"});
+  CHECK(refused.is_error());
+  CHECK_THAT(refused.str, Catch::Contains("not an integer"));
+}

@@ -44,7 +44,8 @@ TEST_CASE("lock() with a wait throws LockTimeoutError when the wait runs out", "
   auto waited = dlock::test::elapsed_ms(started);
   CHECK(waited >= 500);
   CHECK(waited < 500 + 1500);
-  CHECK_THROWS_WITH(waiter->lock("busy", {.wait = 50ms}), Catch::Contains("'busy'") && Catch::Contains("50 ms"));
+  CHECK_THROWS_WITH(waiter->lock("busy", {.wait = 50ms}),
+                    Catch::Contains("'busy': still busy after waiting 50 ms"));
 }
 
 TEST_CASE("try_lock returns an empty guard when the lock stays busy", "[waiting]") {
@@ -56,6 +57,29 @@ TEST_CASE("try_lock returns an empty guard when the lock stays busy", "[waiting]
   CHECK_FALSE(got);
   CHECK(got.key().empty());
   CHECK(guard);
+}
+
+TEST_CASE("try_lock without a wait tries once whatever lock.wait_ms, while lock() waits that long", "[waiting]") {
+  dlock::test::RedisServer redis;
+  auto holder = dlock::test::make_service(redis);
+  auto waiter = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.wait = 20s; });
+  auto guard = holder->lock("busy");
+  CHECK_FALSE(waiter->try_lock("busy"));
+  CHECK_FALSE(waiter->try_lock("busy", {.lease = 5s}));  // options without a wait: still once
+  auto stats = waiter->stats();
+  CHECK(stats.busy == 2);
+  CHECK(stats.contended == 0);  // never joined the line
+  CHECK(stats.timeouts == 0);
+  CHECK(redis.run({"EXISTS", "dlock:{busy}:queue"}) == "0");
+  CHECK_THROWS_WITH(waiter->lock("busy", {.wait = 0ms}), Catch::Contains("'busy': busy; tried once"));
+
+  std::thread release([&] {
+    std::this_thread::sleep_for(300ms);
+    guard.unlock();
+  });
+  CHECK(waiter->lock("busy"));  // the config's 20 s wait
+  release.join();
+  CHECK(waiter->stats().contended == 1);
 }
 
 TEST_CASE("a waiter notices a crashed holder's expiry though nobody publishes", "[waiting]") {

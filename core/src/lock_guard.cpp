@@ -15,6 +15,9 @@ void release_quietly(detail::ServiceCore* service, detail::Hold* hold) noexcept 
   if (!service || !hold || hold->released.load()) return;
   try {
     service->release(*hold);
+  } catch (const LockLostError&) {
+    // Logged once already, when the loss was found; a check() that threw
+    // LockLostError and unwound through here must not add a second line.
   } catch (const std::exception& e) {
     try {
       service->logger().error("releasing a lock in a guard's destructor failed: {}", e.what());

@@ -53,13 +53,6 @@ std::optional<std::uint64_t> token_of(const RedisReply& reply) {
   return token;
 }
 
-std::string hex(std::uint64_t value) {
-  char digits[17];
-  const auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), value, 16);
-  (void)ec;
-  return std::string(digits, end);
-}
-
 }  // namespace
 
 ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config,
@@ -96,6 +89,25 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
   }
   scripts_.load_all();
   warn_if_evicting(*redis_, *logger_);
+  enter_registry();
+}
+
+void ServiceCore::enter_registry() {
+  auto registry = std::make_shared<InstanceRegistry>(redis_, instance_key(config_.key_prefix, instance_id_),
+                                                     this_process(acquisitions_.started_unix_ms()),
+                                                     config_.watchdog_timeout, logger_);
+  if (!registry->enter()) return;
+  registry_ = registry;
+  // Once per lease period, on the watchdog's renewer thread: no cost per lock.
+  watchdog_.keep_alive(registry->period(),
+                       [registry](Clock::time_point deadline) { registry->refresh(deadline); });
+}
+
+ServiceCore::~ServiceCore() {
+  // First, so that no beat can write the entry again after it is deleted.
+  watchdog_.stop();
+  // A fork child must not delete its parent's entry.
+  if (registry_ && fork_generation() == fork_generation_) registry_->leave();
 }
 
 void ServiceCore::start() {
@@ -258,9 +270,7 @@ std::string ServiceCore::acquisition_id(const std::string& held, const std::stri
       if (live) return id;
     }
   }
-  std::string id;
-  id.reserve(thread_owner.size() + 17);
-  return id.append(thread_owner).append(1, ':').append(hex(acquisitions_.fetch_add(1, std::memory_order_relaxed)));
+  return format_acquisition_id(thread_owner, acquisitions_.next());
 }
 
 void ServiceCore::remember_orphan(const std::string& held, const std::string& id, Millis lease) {
@@ -345,13 +355,19 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     }
   }
   leave_line(names, id);
-  stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+  const bool tried_once = deadline == called;
+  (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
+  const std::string left = "lease or turn left " + std::to_string(last_nap_ms) + " ms";
+  if (tried_once) {
+    throw LockTimeoutError(lock_label(key) + ": busy; tried once, without waiting: another owner holds it or waits "
+                           "ahead in line (" + left + "); to wait for it, pass a wait (LockOptions::wait, or "
+                           "lock.wait_ms in the config)");
+  }
   const long long waited_ms = std::chrono::duration_cast<Millis>(deadline - called).count();
-  throw LockTimeoutError(lock_label(key) + ": not acquired within " + std::to_string(waited_ms) +
-                         " ms; another owner holds it or waits ahead in line (lease or turn left " +
-                         std::to_string(last_nap_ms) + " ms); wait longer (LockOptions::wait or lock.wait_ms) or "
-                         "use try_lock");
+  throw LockTimeoutError(lock_label(key) + ": still busy after waiting " + std::to_string(waited_ms) +
+                         " ms: another owner holds it or waits ahead in line (" + left + "); wait longer "
+                         "(LockOptions::wait or lock.wait_ms) or use try_lock");
 }
 
 bool ServiceCore::still_held(const LockNames& names) {
@@ -423,6 +439,12 @@ void ServiceCore::release(Hold& hold, Release how) {
   // Before the release is sent, so no renewal can re-extend a released lock.
   if (final) watchdog_.unwatch(*lock);
   if (how == Release::locally_only) return;
+  if (!lock->lost_flag.load() && lock->is_lost()) {
+    // Its validity ran out by this holder's clock and the watchdog, which gives
+    // that verdict on a thread of its own, has not said so yet: the verdict
+    // must not depend on which thread runs first.
+    handle_lost(lock, "its lease ran out by the local clock before its release");
+  }
   if (lock->lost_flag.load()) {
     // Its hold may still be in Redis (a renewal that came too late, a grant
     // that arrived already expired by our clock): the release, owner-checked
@@ -603,6 +625,8 @@ LockGuard RedisLockService::lock(std::string_view key, LockOptions options) {
 }
 
 LockGuard RedisLockService::try_lock(std::string_view key, LockOptions options) {
+  // Without a wait, once: as std::mutex::try_lock and Redisson's tryLock().
+  if (!options.wait) options.wait = Millis(0);
   const auto core = core_;
   return core->acquire(key, options, false);
 }

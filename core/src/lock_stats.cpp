@@ -7,10 +7,11 @@ namespace dlock {
 std::string format_stats(const LockStats& stats) {
   std::ostringstream out;
   out << "acquired=" << stats.acquired << " reentered=" << stats.reentered << " released=" << stats.released
-      << " contended=" << stats.contended << " timeouts=" << stats.timeouts << " lost=" << stats.lost
-      << " renewals_sent=" << stats.renewals_sent << " renewals_failed=" << stats.renewals_failed
-      << " renewal_rounds=" << stats.renewal_rounds << " handed_over=" << stats.handed_over
-      << " acquire_p50=" << stats.acquire_p50.count() << "us acquire_p99=" << stats.acquire_p99.count() << "us acquire_max=" << stats.acquire_max.count() << "us";
+      << " contended=" << stats.contended << " busy=" << stats.busy << " timeouts=" << stats.timeouts
+      << " lost=" << stats.lost << " renewals_sent=" << stats.renewals_sent
+      << " renewals_failed=" << stats.renewals_failed << " renewal_rounds=" << stats.renewal_rounds
+      << " handed_over=" << stats.handed_over << " acquire_p50=" << stats.acquire_p50.count()
+      << "us acquire_p99=" << stats.acquire_p99.count() << "us acquire_max=" << stats.acquire_max.count() << "us";
   return out.str();
 }
 

@@ -22,6 +22,7 @@ std::uint64_t StatsRecorder::upper_bound_of(int bucket) {
 void StatsRecorder::record_acquire_latency(std::chrono::nanoseconds latency) {
   const auto micros = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(latency).count());
   histogram_[static_cast<std::size_t>(bucket_of(micros))].fetch_add(1, std::memory_order_relaxed);
+  total_micros_.fetch_add(micros, std::memory_order_relaxed);
   std::uint64_t seen = max_micros_.load(std::memory_order_relaxed);
   while (seen < micros && !max_micros_.compare_exchange_weak(seen, micros, std::memory_order_relaxed)) {
   }
@@ -33,6 +34,7 @@ LockStats StatsRecorder::snapshot() const {
   stats.reentered = reentered.load(std::memory_order_relaxed);
   stats.released = released.load(std::memory_order_relaxed);
   stats.contended = contended.load(std::memory_order_relaxed);
+  stats.busy = busy.load(std::memory_order_relaxed);
   stats.timeouts = timeouts.load(std::memory_order_relaxed);
   stats.lost = lost.load(std::memory_order_relaxed);
   stats.renewals_sent = renewals_sent.load(std::memory_order_relaxed);
@@ -57,6 +59,8 @@ LockStats StatsRecorder::snapshot() const {
   stats.acquire_p50 = percentile(500);
   stats.acquire_p99 = percentile(990);
   stats.acquire_max = std::chrono::microseconds(max_micros);
+  stats.acquire_count = total;
+  stats.acquire_total = std::chrono::microseconds(total_micros_.load(std::memory_order_relaxed));
   return stats;
 }
 

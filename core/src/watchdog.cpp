@@ -65,6 +65,21 @@ struct Watchdog::State {
   bool stopping = false;                                                                      // guarded by mutex
   Clock::time_point sleeping_until = Clock::time_point::max();  // guarded by mutex: when the thread wakes by itself
   Clock::time_point latest_due = Clock::time_point::min();      // guarded by mutex: of every task ever planned
+  std::function<void(Clock::time_point)> beat;                  // set before the threads start, then only read
+  Millis beat_period{0};                                        // likewise
+  Clock::time_point beat_due = Clock::time_point::max();        // guarded by mutex: max when there is no beat
+  bool beat_pending = false;                                    // guarded by mutex: handed to the renewer
+
+  // Hands the keep-alive beat to the renewer once it is due.
+  void hand_beat_if_due(Clock::time_point now) {
+    if (now < beat_due) return;
+    beat_pending = true;
+    beat_due = now + beat_period;
+    batch_ready.notify_one();
+  }
+
+  // How long a beat's I/O may take: a tenth of its period, 10 ms to 1 s.
+  Millis beat_io_limit() const { return std::clamp(beat_period / 10, Millis(10), Millis(1000)); }
 
   void plan_locked(const std::shared_ptr<HeldLock>& lock, Clock::time_point due) {
     auto it = watched.find(lock.get());
@@ -165,7 +180,16 @@ void Watchdog::set_lost_handler(LostHandler on_lost) {
   state_->on_lost = std::move(on_lost);
 }
 
-Watchdog::~Watchdog() {
+void Watchdog::keep_alive(Millis period, std::function<void(Clock::time_point deadline)> beat) {
+  std::lock_guard guard(state_->mutex);
+  state_->beat = std::move(beat);
+  state_->beat_period = period;
+  state_->beat_due = Clock::now() + period;
+}
+
+Watchdog::~Watchdog() { stop(); }
+
+void Watchdog::stop() {
   {
     std::lock_guard guard(state_->mutex);
     state_->stopping = true;
@@ -213,27 +237,31 @@ std::size_t Watchdog::watched_count() const {
 
 void Watchdog::run(const std::shared_ptr<State>& state) {
   std::unique_lock guard(state->mutex);
+  // Sleeps until `until` (forever for max), or until woken.
+  const auto nap_until = [&](Clock::time_point until) {
+    state->sleeping_until = until;
+    if (until == Clock::time_point::max()) {
+      state->wake.wait(guard);
+    } else {
+      state->wake.wait_until(guard, until);
+    }
+  };
   while (!state->stopping) {
+    state->hand_beat_if_due(Clock::now());
     if (state->schedule.empty()) {
       // Nothing to do. If a task was due later (its lock has been released
       // since), wake then anyway: a lock() that plans a task due after that
       // need not wake this thread, so a loop of lock+unlock wakes it once
       // per renewal period instead of on every lock().
-      if (Clock::now() < state->latest_due) {
-        state->sleeping_until = state->latest_due;
-        state->wake.wait_until(guard, state->latest_due);
-      } else {
-        state->sleeping_until = Clock::time_point::max();
-        state->wake.wait(guard);
-      }
+      const bool later_task = Clock::now() < state->latest_due;
+      nap_until(later_task ? std::min(state->latest_due, state->beat_due) : state->beat_due);
       continue;
     }
     const Clock::time_point first = state->schedule.begin()->first;
     if (Clock::now() < first) {
       // A task whose lock was released since stays due here: one spurious
       // wake-up is cheaper than waking this thread on every lock().
-      state->sleeping_until = first;
-      state->wake.wait_until(guard, first);
+      nap_until(std::min(first, state->beat_due));
       continue;
     }
     state->sleeping_until = Clock::time_point::min();  // working: it re-reads the schedule before sleeping
@@ -286,8 +314,17 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
 void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
   std::unique_lock guard(state->mutex);
   for (;;) {
-    state->batch_ready.wait(guard, [&] { return state->stopping || !state->batches.empty(); });
+    state->batch_ready.wait(guard,
+                            [&] { return state->stopping || !state->batches.empty() || state->beat_pending; });
     if (state->stopping) return;
+    if (state->batches.empty()) {  // only the keep-alive beat: renewals, when there are any, go first
+      state->beat_pending = false;
+      const Clock::time_point deadline = Clock::now() + state->beat_io_limit();
+      guard.unlock();
+      state->beat(deadline);
+      guard.lock();
+      continue;
+    }
     std::vector<std::shared_ptr<HeldLock>> batch = std::move(state->batches.front());
     state->batches.pop_front();
     // The I/O gives up before the first verdict among these locks: a reply

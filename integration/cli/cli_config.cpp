@@ -15,9 +15,11 @@ std::string environment(const char* name) {
 
 }  // namespace
 
-Config resolve_config(const std::optional<std::string>& config_flag) {
-  if (config_flag) return load_config(*config_flag);
-  if (auto file = environment("DLOCK_CONFIG"); !file.empty()) return load_config(file);
+Config resolve_config(const ParsedArgs& parsed) {
+  const std::string section = parsed.value("--section").value_or("");
+  if (auto file = parsed.value("--config")) return load_config(*file, section);
+  if (auto file = environment("DLOCK_CONFIG"); !file.empty()) return load_config(file, section);
+  if (!section.empty()) throw UsageError("--section needs a config file: --config FILE or $DLOCK_CONFIG");
   Config config;
   apply_environment_overrides(config);  // as load_config does after a file
   return config;

@@ -2,20 +2,27 @@
 //
 //   dlock run KEY [--wait DUR] [--lease DUR] [--config FILE] [--kill-on-lost] -- COMMAND [ARGS...]
 //   dlock status KEY... [--config FILE] [--json]
+//   dlock list [PATTERN] [--config FILE] [--json]
 //   dlock unlock --force KEY [--config FILE]
+// Every command also takes --section NAME (dlock's section of a service's own config file).
 //   dlock --version | --help | CMD --help
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
+
+#include <spdlog/spdlog.h>
 
 #include "child_process.hpp"
 #include "cli_options.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/version.hpp"
 #include "exit_codes.hpp"
+#include "list_command.hpp"
 #include "redis_refusal.hpp"
 #include "run_command.hpp"
 #include "status_command.hpp"
@@ -29,12 +36,15 @@ const char* const kUsage =
     "usage: dlock COMMAND [OPTIONS]\n"
     "Reentrant distributed locks on Redis, from the shell.\n"
     "  run KEY [options] -- COMMAND [ARGS...]   run COMMAND while holding the lock KEY\n"
-    "  status KEY... [--json]                   show who holds each lock, hold count, lease, fencing token\n"
+    "  status KEY... [--json]                   show who holds each lock (host, pid, since), hold count,\n"
+    "                                           lease, fencing token\n"
+    "  list [PATTERN] [--json]                  list the locks held under the prefix, with their holders\n"
     "  unlock --force KEY                       break a lock, whoever holds it (operators' escape hatch)\n"
     "  --version                                print the dlock version\n"
     "  -h, --help                               show this help; `dlock COMMAND --help` for a command's options\n"
     "Every command takes --config FILE (default: $DLOCK_CONFIG, else built-in defaults:\n"
-    "Redis at 127.0.0.1:6379, prefix dlock:, overridden by DLOCK_REDIS_HOST/PORT/PASSWORD).\n"
+    "Redis at 127.0.0.1:6379, prefix dlock:, overridden by DLOCK_REDIS_HOST/PORT/PASSWORD),\n"
+    "and --section NAME to read only dlock's section of a service's own config file.\n"
     "Exit status 64 bad usage, 69 Redis unreachable, 76 Redis refused (a name holding another type,\n"
     "a missing ACL right, a read-only replica), 78 bad config, 70 internal error, 71 system error;\n"
     "see each command's help.\n";
@@ -63,7 +73,17 @@ int run_reporting_errors(const Subcommand& command, std::span<char* const> args)
     print_usage_error(command, e.what());
     return kExitUsage;
   } catch (const dlock::ConfigError& e) {
-    std::cerr << "dlock: config error: " << e.what() << "\n";
+    const std::string message = e.what();
+    // The usual cause: a service's own file, with dlock's settings in a section of it.
+    const bool whole_file = std::none_of(args.begin(), args.end(), [](const char* arg) {
+      return std::string_view(arg).starts_with("--section");
+    });
+    const bool hint = whole_file && message.find(": unknown section") != std::string::npos;
+    std::cerr << "dlock: config error: " << message
+              << (hint ? "; if the file holds a service's own settings too, pass --section with the name of "
+                         "dlock's section"
+                       : "")
+              << "\n";
     return kExitConfig;
   } catch (const dlock::ConnectionError& e) {
     std::cerr << "dlock: redis unreachable: " << e.what() << "\n";
@@ -87,6 +107,8 @@ int run_reporting_errors(const Subcommand& command, std::span<char* const> args)
 
 int main(int argc, char** argv) {
   reset_inherited_signal_state();  // before the lock service starts threads that inherit the mask
+  // The library's log lines read as the command's own: "dlock: warning: ...", no timestamp.
+  spdlog::set_pattern("dlock: %l: %v");
   const std::span<char* const> args(argv, static_cast<std::size_t>(argc));
   if (args.size() < 2) {
     std::cerr << kUsage;
@@ -104,6 +126,7 @@ int main(int argc, char** argv) {
   const Subcommand subcommands[] = {
       {"run", kRunUsage, run_command},
       {"status", kStatusUsage, status_command},
+      {"list", kListUsage, list_command},
       {"unlock", kUnlockUsage, unlock_command},
   };
   for (const auto& command : subcommands) {

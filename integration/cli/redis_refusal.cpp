@@ -20,7 +20,7 @@ std::string refusal_advice(const std::string& message) {
   // Redis 7 words a script's refused command "...can't run this command or subcommand".
   if (contains(message, "NOPERM") || contains(message, "can't run this command")) {
     return "the Redis user lacks a right (NOPERM); grant it the ACL in the README's 'Running as a restricted "
-           "Redis user' (dlock status and unlock --force also need +hgetall)";
+           "Redis user' (dlock status, list and unlock --force also need +hgetall; list needs +scan and +zcard)";
   }
   if (contains(message, "WRONGTYPE")) {
     return "a Redis name of this lock holds data of another type, not a dlock lock; another program uses "

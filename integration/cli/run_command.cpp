@@ -16,19 +16,25 @@
 #include "duration.hpp"
 #include "dlock/dlock.hpp"
 #include "exit_codes.hpp"
+#include "holders.hpp"
+#include "lock_names.hpp"
 #include "redis_refusal.hpp"
 #include "signal_forwarder.hpp"
 
 namespace dlock::cli {
 
 const char* const kRunUsage =
-    "usage: dlock run KEY [--wait DUR] [--lease DUR] [--config FILE] [--kill-on-lost] -- COMMAND [ARGS...]\n"
+    "usage: dlock run KEY [--wait DUR] [--lease DUR] [--config FILE [--section NAME]] [--kill-on-lost] -- COMMAND "
+    "[ARGS...]\n"
     "Runs COMMAND while holding the distributed lock KEY, like flock(1) across hosts.\n"
     "  --wait DUR       how long to wait for a busy lock (default: lock.wait_ms of the config, 0 = try once)\n"
     "  --lease DUR      fixed lease, never renewed (default: watchdog-renewed for as long as COMMAND runs)\n"
     "  --config FILE    dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                   with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
-    "  --kill-on-lost   send COMMAND SIGTERM if the lock is lost while it runs\n"
+    "  --section NAME   read only that section of the config file (e.g. dlock, or services.dlock),\n"
+    "                   for a service's own file that holds dlock's settings under it\n"
+    "  --kill-on-lost   send COMMAND SIGTERM if the lock is lost while it runs (the loss is one line\n"
+    "                   on stderr either way)\n"
     "  -h, --help       show this help\n"
     "`--` may be left out if COMMAND does not start with '-'; what follows COMMAND is its own.\n"
     "DUR is 250ms, 10s, 2m, 1h or a number of milliseconds. SIGINT, SIGTERM and SIGHUP are passed on\n"
@@ -49,17 +55,24 @@ struct RunState {
   std::atomic<bool> lost{false};  // atomic: the watchdog reported the lock lost
 };
 
-void report_lost(RunState& state) {
+// The library has already logged the loss, its one line on stderr.
+void on_lost(RunState& state) {
   state.lost.store(true);
-  std::string line = "dlock: lost the lock " + state.key + " while " + state.command + " was running";
   const pid_t child = state.child.load();
-  if (state.kill_on_lost && child > 0) {
-    ::kill(child, SIGTERM);
-    line += "; sent it SIGTERM";
-  } else if (!state.kill_on_lost) {
-    line += "; it may overlap another holder (use --kill-on-lost to stop it)";
+  if (state.kill_on_lost && child > 0) ::kill(child, SIGTERM);
+}
+
+// Who holds `key` now, for the busy message; empty if that cannot be read.
+std::string current_holder(const Config& config, const std::string& key) {
+  try {
+    HiredisExecutor redis(config.redis);
+    const RedisReply hash = redis.command({"HGETALL", lock_names(config.lock, key).lock});
+    if (hash.elements.size() < 2) return "";
+    HolderDirectory holders(redis, config.lock.key_prefix);
+    return ", held by " + holder_text(holders.holder(hash.elements[0].str, 0), now_unix_ms());
+  } catch (const Error&) {
+    return "";
   }
-  std::cerr << line + "\n" << std::flush;
 }
 
 LockOptions lock_options(const ParsedArgs& parsed) {
@@ -72,13 +85,13 @@ LockOptions lock_options(const ParsedArgs& parsed) {
   return options;
 }
 
-// Releases the hold; a lock that turns out to be gone counts as lost.
+// Releases the hold; a lock that turns out to be gone counts as lost (the
+// library logged that once, whoever found it).
 void release(LockGuard& guard, RunState& state) {
   try {
     guard.unlock();
-  } catch (const LockLostError& e) {
+  } catch (const LockLostError&) {
     state.lost.store(true);
-    std::cerr << "dlock: " << e.what() << "\n";
   } catch (const Error& e) {
     std::cerr << "dlock: could not release " << state.key << " (it expires by itself within its lease): "
               << e.what() << "\n";
@@ -88,7 +101,8 @@ void release(LockGuard& guard, RunState& state) {
 }  // namespace
 
 int run_command(std::span<char* const> args) {
-  const OptionSpec spec{{"--wait", "--lease", "--config"}, {"--kill-on-lost"}, 1};
+  OptionSpec spec{kConfigOptions, {"--kill-on-lost"}, 1};
+  spec.valued.insert({"--wait", "--lease"});
   const ParsedArgs parsed = parse_args(args, spec);
   if (parsed.help) {
     std::cout << kRunUsage;
@@ -96,7 +110,7 @@ int run_command(std::span<char* const> args) {
   }
   if (parsed.positionals.empty()) throw UsageError("run needs a KEY");
   if (parsed.command.empty()) throw UsageError("run needs a COMMAND after --");
-  const LockOptions options = lock_options(parsed);
+  LockOptions options = lock_options(parsed);
 
   const InheritedFds inherited;  // before the lock service opens its sockets
   auto state = std::make_shared<RunState>();
@@ -104,10 +118,12 @@ int run_command(std::span<char* const> args) {
   state->command = parsed.command.front();
   state->kill_on_lost = parsed.has("--kill-on-lost");
 
-  const Config config = resolve_config(parsed.value("--config"));
+  const Config config = resolve_config(parsed);
   auto service = make_lock_service(config);
-  service->on_lost([state](const std::string&) { report_lost(*state); });
+  service->on_lost([state](const std::string&) { on_lost(*state); });
 
+  // --wait, else the config's wait: try_lock alone would try once.
+  options.wait = options.wait.value_or(config.lock.wait);
   LockGuard guard = [&] {
     try {
       return service->try_lock(state->key, options);
@@ -116,9 +132,14 @@ int run_command(std::span<char* const> args) {
     }
   }();
   if (!guard) {
-    const Millis waited = options.wait.value_or(config.lock.wait);
-    std::cerr << "dlock: " << state->key << " is held by another owner; not had within " << waited.count()
-              << "ms\n";
+    const std::string holder = current_holder(config, state->key);
+    if (options.wait->count() == 0) {
+      std::cerr << "dlock: " << state->key << " is busy" << holder
+                << "; tried once, without waiting: pass --wait DUR to wait for it\n";
+    } else {
+      std::cerr << "dlock: " << state->key << " is still busy after waiting " << options.wait->count() << "ms"
+                << holder << "; COMMAND did not run\n";
+    }
     return kExitTempFail;
   }
 

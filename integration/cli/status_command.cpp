@@ -12,6 +12,7 @@
 #include "cli_options.hpp"
 #include "dlock/hiredis_executor.hpp"
 #include "exit_codes.hpp"
+#include "holders.hpp"
 #include "json.hpp"
 #include "lock_names.hpp"
 #include "redis_refusal.hpp"
@@ -19,14 +20,19 @@
 namespace dlock::cli {
 
 const char* const kStatusUsage =
-    "usage: dlock status KEY... [--config FILE] [--json]\n"
-    "Shows for each lock KEY whether it is held, by which owner token, the hold count (re-entry\n"
-    "depth), the remaining lease and the last fencing token. Only reads Redis, each lock in one\n"
-    "atomic step (a script: SCRIPT LOAD, EVALSHA running HGETALL, PTTL, GET).\n"
+    "usage: dlock status KEY... [--config FILE [--section NAME]] [--json]\n"
+    "Shows for each lock KEY whether it is held, by which service (host, pid) since when, its owner\n"
+    "token, the hold count (re-entry depth), the remaining lease and the last fencing token; for a\n"
+    "free lock, the name and server it was looked for at (check lock.key_prefix if you expected it\n"
+    "held). Only reads Redis: each lock in one atomic step (a script: SCRIPT LOAD, EVALSHA running\n"
+    "HGETALL, PTTL, GET), then the holder's registry entry (GET).\n"
     "  --config FILE   dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                  with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
-    "  --json          print one JSON array of objects {key, held, owner, hold_count, lease_ms,\n"
-    "                  fencing_token, owners: [{token, hold_count}]}; null where there is no value\n"
+    "  --section NAME  read only that section of the config file (e.g. dlock, or services.dlock),\n"
+    "                  for a service's own file that holds dlock's settings under it\n"
+    "  --json          print one JSON array of objects {key, held, owner, hold_count, host, pid, since,\n"
+    "                  service_started, lease_ms, fencing_token, owners: [{token, hold_count, host, pid,\n"
+    "                  since, service_started}], lock_name, redis}; null where there is no value\n"
     "  -h, --help      show this help\n"
     "Exit status: 0 every key read, 76 Redis refused a read (a name holding another type, a missing\n"
     "ACL right; that key is shown as unknown, never as free), 69 Redis unreachable, 78 bad config,\n"
@@ -34,14 +40,10 @@ const char* const kStatusUsage =
 
 namespace {
 
-struct Owner {
-  std::string token;
-  long long hold_count = 0;
-};
-
 struct LockStatus {
   std::string key;
-  std::vector<Owner> owners;               // normally zero or one
+  std::string lock_name;                   // where it was looked for: P{KEY}
+  std::vector<Holder> owners;              // normally zero or one
   std::optional<long long> lease_ms;       // PTTL while held; none when free or without expiry
   std::optional<long long> fencing_token;  // none if never locked
   std::string error;                       // Redis refused the read: held or free is unknown
@@ -60,12 +62,13 @@ std::optional<long long> to_integer(const std::string& text) {
   return value;
 }
 
-LockStatus read_status(CliScript& script, const std::string& endpoint, const LockConfig& config,
-                       const std::string& key) {
+LockStatus read_status(CliScript& script, HolderDirectory& holders, const std::string& endpoint,
+                       const LockConfig& config, const std::string& key) {
   const LockNames names = lock_names(config, key);
   const RedisReply reply = script.run({names.lock, names.fence});
   LockStatus status;
   status.key = key;
+  status.lock_name = names.lock;
   if (reply.is_error() || reply.elements.size() != 3) {
     status.error = describe_refusal(endpoint, "cannot read " + names.lock,
                                     reply.is_error() ? reply.str : std::string("an unexpected reply"));
@@ -73,7 +76,7 @@ LockStatus read_status(CliScript& script, const std::string& endpoint, const Loc
   }
   const RedisReply& hash = reply.elements[0];
   for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
-    status.owners.push_back({hash.elements[i].str, to_integer(hash.elements[i + 1].str).value_or(0)});
+    status.owners.push_back(holders.holder(hash.elements[i].str, to_integer(hash.elements[i + 1].str).value_or(0)));
   }
   if (!status.owners.empty() && reply.elements[1].integer >= 0) status.lease_ms = reply.elements[1].integer;
   const RedisReply& fence = reply.elements[2];
@@ -91,7 +94,7 @@ std::string json_optional(const std::optional<long long>& value) {
   return value ? std::to_string(*value) : "null";
 }
 
-std::string to_json(const std::vector<LockStatus>& statuses) {
+std::string to_json(const std::vector<LockStatus>& statuses, const std::string& endpoint) {
   std::ostringstream out;
   out << "[";
   for (std::size_t i = 0; i < statuses.size(); ++i) {
@@ -100,15 +103,16 @@ std::string to_json(const std::vector<LockStatus>& statuses) {
     const bool known = s.error.empty();  // a refused read is neither held nor free: null
     out << (i ? ",\n " : "") << "{\"key\":" << json_string(s.key)
         << ",\"held\":" << (!known ? "null" : held ? "true" : "false")
-        << ",\"owner\":" << (held ? json_string(s.owners.front().token) : "null")
+        << ",\"owner\":" << (held ? json_string(s.owners.front().owner) : "null")
         << ",\"hold_count\":" << (held ? s.owners.front().hold_count : 0)
+        << (held ? holder_json_fields(s.owners.front()) : holder_json_fields(Holder{}))
         << ",\"lease_ms\":" << json_optional(s.lease_ms) << ",\"fencing_token\":" << json_optional(s.fencing_token)
         << ",\"owners\":[";
     for (std::size_t k = 0; k < s.owners.size(); ++k) {
-      out << (k ? "," : "") << "{\"token\":" << json_string(s.owners[k].token)
-          << ",\"hold_count\":" << s.owners[k].hold_count << "}";
+      out << (k ? "," : "") << "{\"token\":" << json_string(s.owners[k].owner)
+          << ",\"hold_count\":" << s.owners[k].hold_count << holder_json_fields(s.owners[k]) << "}";
     }
-    out << "]";
+    out << "],\"lock_name\":" << json_string(s.lock_name) << ",\"redis\":" << json_string(endpoint);
     if (!s.error.empty()) out << ",\"error\":" << json_string(s.error);
     out << "}";
   }
@@ -116,15 +120,16 @@ std::string to_json(const std::vector<LockStatus>& statuses) {
   return out.str();
 }
 
-std::string to_text(const LockStatus& s) {
+std::string to_text(const LockStatus& s, const std::string& endpoint, long long now_ms) {
   std::ostringstream out;
   out << s.key << ": ";
   if (!s.error.empty()) return out.str() + "unknown; " + s.error;
   if (s.owners.empty()) {
-    out << "free";
+    out << "free (no lock " << s.lock_name << " on redis " << endpoint << ")";
   } else {
     for (std::size_t k = 0; k < s.owners.size(); ++k) {
-      out << (k ? ", " : "held by ") << s.owners[k].token << " (hold count " << s.owners[k].hold_count << ")";
+      out << (k ? "; also " : "held by ") << holder_text(s.owners[k], now_ms) << ", owner " << s.owners[k].owner
+          << " (hold count " << s.owners[k].hold_count << ")";
     }
     out << ", lease " << (s.lease_ms ? std::to_string(*s.lease_ms) + "ms left" : std::string("without expiry"));
   }
@@ -135,28 +140,30 @@ std::string to_text(const LockStatus& s) {
 }  // namespace
 
 int status_command(std::span<char* const> args) {
-  const ParsedArgs parsed = parse_args(args, OptionSpec{{"--config"}, {"--json"}, std::nullopt});
+  const ParsedArgs parsed = parse_args(args, OptionSpec{kConfigOptions, {"--json"}, std::nullopt});
   if (parsed.help) {
     std::cout << kStatusUsage;
     return kExitOk;
   }
   if (parsed.positionals.empty()) throw UsageError("status needs at least one KEY");
 
-  const Config config = resolve_config(parsed.value("--config"));
+  const Config config = resolve_config(parsed);
   HiredisExecutor redis(config.redis);
   redis.connect();
   CliScript script(redis, kStatusScript, "read a lock's status");
+  HolderDirectory holders(redis, config.lock.key_prefix);
 
   std::vector<LockStatus> statuses;
   bool any_error = false;
   for (const auto& key : parsed.positionals) {
-    statuses.push_back(read_status(script, redis.endpoint(), config.lock, key));
+    statuses.push_back(read_status(script, holders, redis.endpoint(), config.lock, key));
     any_error = any_error || !statuses.back().error.empty();
   }
   if (parsed.has("--json")) {
-    std::cout << to_json(statuses);
+    std::cout << to_json(statuses, redis.endpoint());
   } else {
-    for (const auto& status : statuses) std::cout << to_text(status) << "\n";
+    const long long now_ms = now_unix_ms();
+    for (const auto& status : statuses) std::cout << to_text(status, redis.endpoint(), now_ms) << "\n";
   }
   return any_error ? kExitRedisError : kExitOk;
 }

@@ -18,7 +18,7 @@
 namespace dlock::cli {
 
 const char* const kUnlockUsage =
-    "usage: dlock unlock --force KEY [--config FILE]\n"
+    "usage: dlock unlock --force KEY [--config FILE [--section NAME]]\n"
     "Deletes the lock KEY whoever holds it and hands it to the oldest waiter in line, woken at once.\n"
     "The holder is not told at once:\n"
     "its watchdog finds the lock gone at its next renewal and reports it lost. Logged at warn\n"
@@ -26,13 +26,15 @@ const char* const kUnlockUsage =
     "  --force         required: confirms that you mean to break another owner's lock\n"
     "  --config FILE   dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                  with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
+    "  --section NAME  read only that section of the config file (e.g. dlock, or services.dlock),\n"
+    "                  for a service's own file that holds dlock's settings under it\n"
     "  -h, --help      show this help\n"
     "Exit status: 0 removed, 1 KEY was not held, 76 Redis refused (a name holding another type, a\n"
     "missing ACL right, a read-only replica), 69 Redis unreachable, 78 bad config, 64 bad usage.\n";
 
 
 int unlock_command(std::span<char* const> args) {
-  const ParsedArgs parsed = parse_args(args, OptionSpec{{"--config"}, {"--force"}, std::nullopt});
+  const ParsedArgs parsed = parse_args(args, OptionSpec{kConfigOptions, {"--force"}, std::nullopt});
   if (parsed.help) {
     std::cout << kUnlockUsage;
     return kExitOk;
@@ -41,7 +43,7 @@ int unlock_command(std::span<char* const> args) {
   if (!parsed.has("--force")) throw UsageError("unlock breaks another owner's lock; say so with --force");
   const std::string& key = parsed.positionals.front();
 
-  const Config config = resolve_config(parsed.value("--config"));
+  const Config config = resolve_config(parsed);
   auto logger = make_logger(config.logging);
   HiredisExecutor redis(config.redis);
   redis.connect();

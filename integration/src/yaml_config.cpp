@@ -45,6 +45,9 @@ class Source {
   [[noreturn]] void fail(int line, const std::string& what) const {
     throw ConfigError(name_ + ":" + std::to_string(std::max(line, 1)) + ": " + what);
   }
+  // For what is not at any line: the file as a whole (missing, unreadable,
+  // too large), an environment variable, a section that is not there.
+  [[noreturn]] void fail_whole(const std::string& what) const { throw ConfigError(name_ + ": " + what); }
   [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
     fail(line_of(at), what);
   }
@@ -314,25 +317,69 @@ void read_section(const Entry& section, const Settings& settings, const Source& 
   }
 }
 
-void read_document(const YAML::Node& root, const Source& source, Config& config) {
-  if (root.IsNull()) return;  // an empty file: all defaults
+// `root` holds dlock's sections (redis, lock, logging); `path` is its dotted
+// path in the file ("" for the whole file), which messages put in front of
+// every setting's name.
+void read_document(const YAML::Node& root, const std::string& path, const Source& source, Config& config) {
+  if (root.IsNull()) return;  // an empty file or section: all defaults
   if (!root.IsMap()) {
-    source.fail(root, "expected a map of sections (redis, lock, logging) at the top level, got " +
-                          kind_of(root));
+    source.fail(root, (path.empty() ? "" : path + ": ") +
+                          "expected a map of sections (redis, lock, logging), got " + kind_of(root));
   }
   static const std::vector<std::pair<std::string_view, const Settings*>> sections{
       {"redis", &redis_settings()}, {"lock", &lock_settings()}, {"logging", &logging_settings()}};
-  for (const auto& entry : entries_of(root, "", source)) {
-    const auto section = std::find_if(sections.begin(), sections.end(),
-                                      [&](const auto& s) { return s.first == entry.path; });
+  for (const auto& entry : entries_of(root, path, source)) {
+    const std::string& name = entry.key.Scalar();
+    const auto section =
+        std::find_if(sections.begin(), sections.end(), [&](const auto& s) { return s.first == name; });
     if (section == sections.end()) {
       const std::vector<std::string_view> known{"redis", "lock", "logging"};
-      source.fail(entry.line(), entry.path + ": unknown section" +
-                                    unknown_name_hint(entry.path, known) +
+      source.fail(entry.line(), entry.path + ": unknown section" + unknown_name_hint(name, known) +
                                     "; known sections: " + join(known));
     }
     read_section(entry, *section->second, source, config);
   }
+}
+
+// The node at the dotted `section` path ("dlock", "services.dlock") of a
+// file that holds other settings too; everything outside it is the
+// service's own business and is not looked at.
+YAML::Node find_section(const YAML::Node& root, const std::string& section, const Source& source) {
+  YAML::Node node = root;
+  std::string path;
+  for (std::size_t start = 0; start <= section.size();) {
+    const std::size_t dot = std::min(section.find('.', start), section.size());
+    const std::string name = section.substr(start, dot - start);
+    start = dot + 1;
+    const std::string where = path.empty() ? "at the top level" : "in " + path;
+    path += (path.empty() ? "" : ".") + name;
+    if (!node.IsMap() && !node.IsNull()) {  // null: an empty file or section, with no sections at all
+      source.fail(node, "looking for the section " + path + ": expected a map " + where + ", got " + kind_of(node));
+    }
+    std::vector<std::string_view> names;
+    std::optional<YAML::Node> found;
+    int found_line = 0;
+    for (auto it = node.begin(); node.IsMap() && it != node.end(); ++it) {
+      if (!it->first.IsScalar()) continue;
+      if (it->first.Scalar() == name) {
+        if (found) {
+          source.fail(it->first, path + ": set twice (first at line " + std::to_string(found_line) +
+                                     "); keep one of them");
+        }
+        found = it->second;
+        found_line = Source::line_of(it->first);
+      } else {
+        names.push_back(it->first.Scalar());
+      }
+    }
+    if (!found) {
+      source.fail_whole("no section " + path + " " + where + unknown_name_hint(name, names) +
+                        (names.empty() ? "" : "; found " + join(names)) + "; add a `" + name +
+                        ":` section with dlock's settings (redis, lock, logging)");
+    }
+    node = *found;
+  }
+  return node;
 }
 
 // The environment wins over the file, so a deployment can point the same
@@ -341,8 +388,13 @@ void apply_environment(const Source& source, Config& config) {
   try {
     apply_environment_overrides(config);
   } catch (const ConfigError& e) {
-    source.fail(1, e.what());
+    source.fail_whole(e.what());
   }
+}
+
+[[noreturn]] void fail_too_large(const Source& source) {
+  source.fail_whole("the config is larger than 1 MiB; a dlock config is a few lines, so check that the path "
+                    "names the right file");
 }
 
 // Reads the whole file with POSIX calls, which report why a read failed
@@ -351,13 +403,13 @@ std::string read_file(const std::filesystem::path& path, const Source& source) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer that never comes.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    source.fail(1, std::string("cannot open the config file: ") + std::strerror(errno) +
-                       "; check the path given for the dlock config");
+    source.fail_whole(std::string("cannot open the config file: ") + std::strerror(errno) +
+                      "; check the path given for the dlock config");
   }
   struct stat info {};
   if (::fstat(fd, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode))) {
     ::close(fd);
-    source.fail(1, "the config path is a pipe or socket, not a file; give the path of a YAML file");
+    source.fail_whole("the config path is a pipe or socket, not a file; give the path of a YAML file");
   }
   std::string text;
   char buffer[65536];
@@ -367,15 +419,14 @@ std::string read_file(const std::filesystem::path& path, const Source& source) {
     if (n < 0) {
       const int error = errno;
       ::close(fd);
-      source.fail(1, std::string("cannot read the config file: ") + std::strerror(error) +
-                         "; give the path of a readable YAML file");
+      source.fail_whole(std::string("cannot read the config file: ") + std::strerror(error) +
+                        "; give the path of a readable YAML file");
     }
     if (n == 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
     if (text.size() > max_file_bytes) {
       ::close(fd);
-      source.fail(1, "the config file is larger than 1 MiB; a dlock config is a few lines, "
-                     "so check that the path names the right file");
+      fail_too_large(source);
     }
   }
   ::close(fd);
@@ -428,19 +479,20 @@ std::optional<YAML::Mark> second_document(const std::string& text) {
   return finder.second_start;
 }
 
-}  // namespace
-
-Config load_config(const std::filesystem::path& yaml) {
-  const Source source(yaml.string());
+// The text of a config, its source named for messages, read as documented in config.hpp.
+Config parse(const std::string& text, const Source& source, const std::string& section) {
   Config config;
-  std::string text;
   try {
-    text = read_file(yaml, source);
+    if (text.size() > max_file_bytes) fail_too_large(source);
     const YAML::Node document = YAML::Load(text);
     if (auto second = second_document(text)) {
       source.fail(second->line + 1, "a second YAML document (after \"---\"); put all settings in one document");
     }
-    read_document(document, source, config);
+    if (section.empty()) {
+      read_document(document, "", source, config);
+    } else {
+      read_document(find_section(document, section, source), section, source, config);
+    }
     apply_environment(source, config);
   } catch (const ConfigError&) {
     throw;
@@ -448,9 +500,34 @@ Config load_config(const std::filesystem::path& yaml) {
     // ParserException and friends: the mark is 0-based, or -1 when unknown.
     source.fail(e.mark.line + 1, "malformed YAML: " + e.msg + tab_hint(text, e.mark.line));
   } catch (const std::exception& e) {
-    source.fail(1, std::string("cannot load the config file: ") + e.what());
+    source.fail_whole(std::string("cannot load the config: ") + e.what());
   }
   return config;
+}
+
+void check_section_name(const std::string& section, const Source& source) {
+  const bool empty_part = section.empty() || section.front() == '.' || section.back() == '.' ||
+                          section.find("..") != std::string::npos;
+  if (empty_part) {
+    source.fail_whole("the section to read, \"" + section + "\", is not a dotted path such as \"dlock\" or "
+                      "\"services.dlock\"; pass one, or none to read the whole file");
+  }
+}
+
+}  // namespace
+
+Config load_config(const std::filesystem::path& yaml) { return load_config(yaml, std::string()); }
+
+Config load_config(const std::filesystem::path& yaml, const std::string& section) {
+  const Source source(yaml.string());
+  if (!section.empty()) check_section_name(section, source);
+  return parse(read_file(yaml, source), source, section);
+}
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name, const std::string& section) {
+  const Source source(source_name);
+  if (!section.empty()) check_section_name(section, source);
+  return parse(yaml_text, source, section);
 }
 
 }  // namespace dlock

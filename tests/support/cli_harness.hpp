@@ -189,6 +189,14 @@ inline std::string counting_script(const TempDir& dir) {
                    true);
 }
 
+// How many lines of `text` contain `part`.
+inline int lines_containing(const std::string& text, const std::string& part) {
+  std::istringstream lines(text);
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) count += line.find(part) != std::string::npos ? 1 : 0;
+  return count;
+}
+
 inline std::string joined(const std::vector<std::string>& args) {
   std::string text;
   for (const auto& arg : args) text += (text.empty() ? "" : " ") + arg;

@@ -20,5 +20,12 @@ std::shared_ptr<RedisLockService> default_lock_service();
 // What the macros call, by unqualified name. Inside a member function of a
 // class derived from dlock::LockAware, name lookup finds LockAware's member of
 // the same name first (class scope before namespace scope), so the macros use
-// that object's injected service; everywhere else they find this one.
+// that object's injected service; a DISTRIBUTED_LOCK_SERVICE(...) in an
+// enclosing block comes before both; everywhere else they find this one.
+//
+// A translation unit that defines DLOCK_NO_DEFAULT_SERVICE before including
+// dlock does not see it: there a macro outside a LockAware class and without
+// DISTRIBUTED_LOCK_SERVICE does not compile, instead of using the default.
+#ifndef DLOCK_NO_DEFAULT_SERVICE
 std::shared_ptr<dlock::RedisLockService> dlock_current_lock_service();
+#endif

@@ -26,7 +26,8 @@ class LockGuard {
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;
   // Releases the hold if still held. Never throws: a failed release is logged,
-  // and the lock then expires by itself within its lease.
+  // and the lock then expires by itself within its lease. A lock found lost
+  // is not logged again here: its loss was logged once, when it was found.
   ~LockGuard();
 
   // True iff acquired, not yet released, and not lost(). A moved-from or
@@ -61,9 +62,11 @@ class LockGuard {
   Millis remaining() const;
 
   // Releases THIS hold now. Idempotent. Throws LockLostError (and leaves
-  // Redis untouched) if the lock was no longer this owner's — the critical
-  // section may have overlapped another holder; throws ConnectionError if
-  // Redis could not be told (the lock then expires within its lease).
+  // another owner's lock untouched) if the lock was no longer this owner's,
+  // or was lost() by the local clock, whether or not the watchdog had said so
+  // yet — the critical section may have overlapped another holder; throws
+  // ConnectionError if Redis could not be told (the lock then expires within
+  // its lease).
   void unlock();
 
   // Lets go of this hold WITHOUT releasing it: the guard becomes empty, the

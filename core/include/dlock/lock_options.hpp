@@ -14,7 +14,7 @@ using Millis = std::chrono::milliseconds;
 struct LockConfig {
   std::string key_prefix = "dlock:";
   Millis watchdog_timeout{30000};  // lease of a watchdog-managed lock
-  Millis wait{0};                  // default wait of lock() and try_lock()
+  Millis wait{0};                  // default wait of lock() (try_lock() without a wait tries once)
   std::size_t max_key_bytes = 1024;
   // A waiter in line not heard from for this long is presumed dead and loses
   // its place; live waiters re-confirm every third of it. So a waiter that
@@ -25,12 +25,36 @@ struct LockConfig {
   Millis fence_retention{7LL * 24 * 3600 * 1000};
 };
 
+struct BlockOptions;
+
 struct LockOptions {
   // How long lock() may wait for a busy lock; unset → LockConfig::wait.
+  // try_lock() without a wait tries once.
   std::optional<Millis> wait{};
   // A fixed lease that nobody renews; unset → the watchdog keeps the lock
   // for as long as it is held, with LockConfig::watchdog_timeout as lease.
   std::optional<Millis> lease{};
+
+  // So that the block forms (macros.hpp) take a LockOptions value too.
+  operator BlockOptions() const;
 };
+
+// The options of the block and scope forms (macros.hpp): LockOptions' two,
+// and what the block does when its lock was lost while the body ran.
+struct BlockOptions {
+  std::optional<Millis> wait{};   // as LockOptions::wait
+  std::optional<Millis> lease{};  // as LockOptions::lease
+  // false: the block ends as usual and the loss is logged once, when found.
+  // true: leaving the block normally (end, break, continue, return) releases
+  // the lock with LockGuard::unlock(), so a lock lost while the body ran
+  // ends the block in LockLostError, also when only the release finds out
+  // (a forced unlock the watchdog has not yet seen); a failed release then
+  // throws ConnectionError. Leaving by an exception never adds another.
+  bool throw_if_lost = false;
+
+  LockOptions lock_options() const { return {wait, lease}; }
+};
+
+inline LockOptions::operator BlockOptions() const { return {wait, lease, false}; }
 
 }  // namespace dlock

@@ -42,9 +42,12 @@
 //   P{K}:queue    sorted set: waiting acquisitions by arrival, while anyone waits
 //   P{K}:alive    sorted set: until when each waiter is presumed alive
 //   P{K}:turn     for a third of a turn window, the waiter last told it is its turn
+// and, once per service, not per lock, Pinstance:<instance>: the service's
+// host, pid and start time, for operators (detail/instance_registry.hpp).
 // The hash's fields are acquisition ids, "<instance>:<thread>:<n>": every
 // first acquisition has its own, so a retried call, a detached lock and a
-// late renewal are each told apart from a new acquisition by the same thread.
+// late renewal are each told apart from a new acquisition by the same thread
+// (<n> is the microseconds since the service started, see acquisition_id.hpp).
 //
 // Fairness: waiters are served in arrival order across threads, processes
 // and hosts, however the lock became free (released, lease ran out, holder
@@ -88,15 +91,18 @@ class RedisLockService {
   // Blocks until the lock is had or the wait (options.wait, else
   // lock.wait_ms) runs out, in line behind earlier waiters, sleeping on the
   // lock's release notice between tries; an outage of Redis shorter than the
-  // wait is waited out. A zero wait tries once. Throws LockTimeoutError when not had in
-  // time, InvalidArgument for an empty or too long key, a negative wait or a
+  // wait is waited out. A zero wait tries once. Throws LockTimeoutError when
+  // not had in time ("busy; tried once" for a zero wait), InvalidArgument for an empty or too long key, a negative wait or a
   // lease ≤ 0, ConnectionError when Redis cannot be reached, RedisError when
   // a key of another type sits at the lock's name. Leaves in Redis: the lock
   // hash with one more hold for this thread's token.
   LockGuard lock(std::string_view key, LockOptions options = {});
 
   // As lock(), but returns an empty (false) guard instead of throwing
-  // LockTimeoutError.
+  // LockTimeoutError, and without options.wait it tries exactly once (as
+  // std::mutex::try_lock and Redisson's tryLock() do): lock.wait_ms applies
+  // to lock() only. Trying once never joins the line of waiters, and never
+  // takes a free lock while a live waiter is in line.
   LockGuard try_lock(std::string_view key, LockOptions options = {});
 
   // Java/Redisson style: releases the most recent hold of `key` taken by the

@@ -12,7 +12,8 @@ struct LockStats {
   std::uint64_t reentered = 0;       // holds granted to a thread that already held the key
   std::uint64_t released = 0;        // holds released (inner and final)
   std::uint64_t contended = 0;       // lock()/try_lock() calls that found the key busy and waited
-  std::uint64_t timeouts = 0;        // calls that gave up at the end of their wait
+  std::uint64_t busy = 0;            // calls without a wait (try once) that found the key busy
+  std::uint64_t timeouts = 0;        // calls with a wait that gave up at its end
   std::uint64_t lost = 0;            // locks found lost (watchdog, release, fixed lease run out)
   std::uint64_t renewals_sent = 0;   // watchdog renewals sent
   std::uint64_t renewals_failed = 0; // renewals that got no answer (Redis unreachable, timed out)
@@ -23,9 +24,12 @@ struct LockStats {
   std::chrono::microseconds acquire_p50{0};
   std::chrono::microseconds acquire_p99{0};
   std::chrono::microseconds acquire_max{0};
+  std::uint64_t acquire_count = 0;            // granted calls measured
+  std::chrono::microseconds acquire_total{0};  // the sum of their latencies
 };
 
 // One line, e.g. "acquired=12 reentered=3 released=15 ... acquire_p50=180us".
+// For a Prometheus scrape, see prometheus_text.hpp.
 std::string format_stats(const LockStats& stats);
 
 }  // namespace dlock

@@ -1,37 +1,83 @@
 #pragma once
-// The block and scope forms of a distributed lock.
+// The block and scope forms of a distributed lock, the C++ counterpart of
+// lock4j's @Lock4j and Redisson's lock()/unlock() pair.
 //
 //   WITH_DISTRIBUTED_LOCK("stock:" + sku) { deduct(); }   // throws LockTimeoutError if not had in the wait
 //   WITH_DISTRIBUTED_LOCK("stock:{}", sku) { deduct(); }  // the same key from a template (fmt syntax)
-//   WITH_DISTRIBUTED_LOCK_OPTS(key, (dlock::LockOptions{.wait = 500ms})) { ... }
+//   WITH_DISTRIBUTED_LOCK("stock:{}", sku, {.wait = 500ms, .lease = 10s}) { ... }   // options last
+//   WITH_DISTRIBUTED_LOCK_AS(guard, "order:{}", id) { pay(order, guard.fencing_token()); }
+//   WITH_DISTRIBUTED_LOCK_IF_FREE("job:{}", name) { run(); } else { skipped(); }  // tries once
 //   DISTRIBUTED_LOCK_SCOPE("order:{}:{}", user_id, order_id);  // held to the end of the enclosing scope
+//   DISTRIBUTED_LOCK_SCOPE_AS(guard, "order:{}", id);           // the same, with the guard named
+//   DISTRIBUTED_LOCK_SERVICE(service);  // the forms below it in this block use `service`
 //
-// With one argument the key is used as it is; with more, the first is a
-// template checked at compile time (see lock_key.hpp).
+// Arguments: one is a key as it is; with more, the first is a template whose
+// fields and values are checked at compile time (lock_key.hpp). Options, if
+// any, come last: a braced BlockOptions ({.wait = 500ms, .lease = 10s,
+// .throw_if_lost = true}), or a LockOptions or BlockOptions value.
 //
 // The body runs holding the lock; leaving it any way (end, break, continue,
-// return, exception) releases it. Inside a class derived from dlock::LockAware
-// the injected service is used, elsewhere the default service
-// (dlock::set_default_lock_service); with neither, a dlock::Error is thrown
-// before the body runs. The block form is one if-else statement, so a
-// following `else` never binds to it by mistake.
+// return, exception) releases it. The block forms are one if-else statement:
+// a following `else` binds to WITH_DISTRIBUTED_LOCK_IF_FREE, whose else
+// branch runs when the lock was busy, and never to the other forms.
+//
+// A lock lost while the body runs is logged once, when it is found; with
+// .throw_if_lost = true, leaving the body normally then throws LockLostError
+// instead (see BlockOptions). The named guard offers the same by hand:
+// guard.check() before an irreversible step, guard.unlock() at the end.
+//
+// Which service: a DISTRIBUTED_LOCK_SERVICE(...) in an enclosing block;
+// else, inside a member function of a class derived from dlock::LockAware,
+// its injected service; else the default service
+// (dlock::set_default_lock_service; with none set, a dlock::Error before the
+// body runs). A static member function or a lambda of a LockAware class that
+// does not capture `this` must name its service with DISTRIBUTED_LOCK_SERVICE:
+// without it the forms do not compile, rather than fall back to the default.
+// Define DLOCK_NO_DEFAULT_SERVICE before including dlock and they do not
+// compile outside LockAware classes either.
 
 #include "dlock/default_service.hpp"
+#include "dlock/detail/block_guard.hpp"
+#include "dlock/detail/block_request.hpp"
+#include "dlock/detail/block_service.hpp"
 #include "dlock/lock_aware.hpp"
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_key.hpp"
 
 #define DLOCK_CONCAT_INNER(a, b) a##b
 #define DLOCK_CONCAT(a, b) DLOCK_CONCAT_INNER(a, b)
+// A name of its own for each use, even for several uses on one line (a user's own macro).
+#define DLOCK_UNIQUE_NAME(base) DLOCK_CONCAT(base, __COUNTER__)
+#define DLOCK_SERVICE_HERE() ::dlock::detail::service_of(dlock_current_lock_service())
 
-#define WITH_DISTRIBUTED_LOCK_OPTS(key, options)                                                     \
-  if (::dlock::LockGuard DLOCK_CONCAT(dlock_guard_, __LINE__) = dlock_current_lock_service()->lock( \
-          (key), (options));                                                                        \
-      false) {                                                                                      \
+#define WITH_DISTRIBUTED_LOCK_AS(guard, ...)                                                       \
+  if (::dlock::detail::BlockGuard guard = ::dlock::detail::BlockGuard::lock(                       \
+          DLOCK_SERVICE_HERE(), ::dlock::detail::block_request(__VA_ARGS__));                      \
+      false) {                                                                                     \
   } else
 
-#define WITH_DISTRIBUTED_LOCK(...) WITH_DISTRIBUTED_LOCK_OPTS(::dlock::lock_key(__VA_ARGS__), ::dlock::LockOptions{})
+#define WITH_DISTRIBUTED_LOCK(...) WITH_DISTRIBUTED_LOCK_AS(DLOCK_UNIQUE_NAME(dlock_guard_), __VA_ARGS__)
 
-#define DISTRIBUTED_LOCK_SCOPE(...)                                  \
-  ::dlock::LockGuard DLOCK_CONCAT(dlock_scope_guard_, __LINE__) = \
-      dlock_current_lock_service()->lock(::dlock::lock_key(__VA_ARGS__))
+// The same as WITH_DISTRIBUTED_LOCK; its name says that options follow.
+#define WITH_DISTRIBUTED_LOCK_OPTS(...) WITH_DISTRIBUTED_LOCK(__VA_ARGS__)
+
+// Runs the body only if the lock is had: at once (no wait in the options) or
+// within the options' wait; else the `else` branch, if any (lock4j's skip).
+#define WITH_DISTRIBUTED_LOCK_IF_FREE_AS(guard, ...)                                               \
+  if (::dlock::detail::BlockGuard guard = ::dlock::detail::BlockGuard::try_lock(                   \
+          DLOCK_SERVICE_HERE(), ::dlock::detail::block_request(__VA_ARGS__));                      \
+      guard)
+
+#define WITH_DISTRIBUTED_LOCK_IF_FREE(...) \
+  WITH_DISTRIBUTED_LOCK_IF_FREE_AS(DLOCK_UNIQUE_NAME(dlock_guard_), __VA_ARGS__)
+
+#define DISTRIBUTED_LOCK_SCOPE_AS(guard, ...) \
+  ::dlock::detail::BlockGuard guard =         \
+      ::dlock::detail::BlockGuard::lock(DLOCK_SERVICE_HERE(), ::dlock::detail::block_request(__VA_ARGS__))
+
+#define DISTRIBUTED_LOCK_SCOPE(...) DISTRIBUTED_LOCK_SCOPE_AS(DLOCK_UNIQUE_NAME(dlock_scope_guard_), __VA_ARGS__)
+
+// `service`: a RedisLockService reference, pointer or shared_ptr; inside a
+// LockAware class, for instance, some_object.lock_service().
+#define DISTRIBUTED_LOCK_SERVICE(service) \
+  [[maybe_unused]] const ::dlock::detail::ServiceHandle dlock_current_lock_service{service}

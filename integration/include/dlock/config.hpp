@@ -36,9 +36,23 @@ struct Config {
 // ${VAR:-default} are expanded in values, then DLOCK_REDIS_HOST,
 // DLOCK_REDIS_PORT and DLOCK_REDIS_PASSWORD override the file. Every setting
 // is optional. Throws ConfigError ("FILE:LINE: setting: what is wrong; what to
-// do") for a missing or unreadable file, malformed YAML, an unknown key, a
-// wrong type, an out-of-range value or an unset ${VAR}.
+// do") for malformed YAML, an unknown key, a wrong type, an out-of-range
+// value or an unset ${VAR}; "FILE: what is wrong" for what has no line: a
+// missing, unreadable or oversized file, a bad DLOCK_REDIS_* variable.
 Config load_config(const std::filesystem::path& yaml);
+
+// The same, for a file that also holds the service's own settings: reads
+// only `section` (a top-level key such as "dlock", or a dotted path such as
+// "services.dlock"), whose value holds dlock's redis, lock and logging
+// sections, and ignores the rest of the file. Messages name settings by
+// their full path ("dlock.redis.port"). A missing section is a ConfigError
+// (an empty `dlock:` means all defaults).
+Config load_config(const std::filesystem::path& yaml, const std::string& section);
+
+// As load_config, from YAML text already in memory; `source_name` stands for
+// the file name in messages ("NAME:LINE: ..."). An empty section reads the
+// whole text.
+Config parse_config(const std::string& yaml_text, const std::string& source_name, const std::string& section = "");
 
 // Applies DLOCK_REDIS_HOST, DLOCK_REDIS_PORT and DLOCK_REDIS_PASSWORD to
 // `config`, each when set and not empty (load_config calls it after reading

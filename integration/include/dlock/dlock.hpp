@@ -3,6 +3,7 @@
 
 #include "dlock/config.hpp"
 #include "dlock/default_service.hpp"
+#include "dlock/distributed_mutex.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/factory.hpp"
 #include "dlock/hiredis_executor.hpp"
@@ -14,4 +15,5 @@
 #include "dlock/lock_stats.hpp"
 #include "dlock/logging.hpp"
 #include "dlock/macros.hpp"
+#include "dlock/prometheus_text.hpp"
 #include "dlock/version.hpp"

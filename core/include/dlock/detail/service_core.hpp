@@ -13,7 +13,9 @@
 
 #include <spdlog/logger.h>
 
+#include "dlock/detail/acquisition_id.hpp"
 #include "dlock/detail/held_lock.hpp"
+#include "dlock/detail/instance_registry.hpp"
 #include "dlock/detail/lock_names.hpp"
 #include "dlock/detail/lost_notifier.hpp"
 #include "dlock/detail/stats_recorder.hpp"
@@ -29,6 +31,8 @@ namespace dlock::detail {
 class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
  public:
   ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config, std::shared_ptr<spdlog::logger> logger);
+  // Stops the watchdog, then deletes the service's registry entry.
+  ~ServiceCore();
   // Finishes what the constructor cannot: the watchdog reports losses through
   // a weak reference to this core, so a hook that drops the last reference to
   // the service never leaves the watchdog calling into a destroyed one.
@@ -47,6 +51,9 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   spdlog::logger& logger() { return *logger_; }
 
  private:
+  // Writes the service's registry entry and has the watchdog keep it alive;
+  // without it (Redis refused) the service runs on, after one warning.
+  void enter_registry();
   LockNames names_for(std::string_view key) const;
   std::string owner_token() const;
   // The key of held_ for one thread's holds of one user key.
@@ -97,7 +104,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // "window_ms retention_ms": the line's settings as the acquire and release scripts take them, in one argument.
   const std::string line_settings_;
   const unsigned fork_generation_;  // of the process that made this service
-  std::atomic<std::uint64_t> acquisitions_{0};  // numbers the acquisition ids
+  AcquisitionClock acquisitions_;   // numbers the acquisition ids
+  std::shared_ptr<InstanceRegistry> registry_;  // null when Redis refused the entry; shared with the watchdog's beat
   ScriptRunner scripts_;
   WaiterTable waiters_;
   StatsRecorder stats_;

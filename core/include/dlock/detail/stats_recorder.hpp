@@ -14,7 +14,7 @@ namespace dlock::detail {
 
 class StatsRecorder {
  public:
-  std::atomic<std::uint64_t> acquired{0}, reentered{0}, released{0}, contended{0}, timeouts{0}, lost{0},
+  std::atomic<std::uint64_t> acquired{0}, reentered{0}, released{0}, contended{0}, busy{0}, timeouts{0}, lost{0},
       renewals_sent{0}, renewals_failed{0}, renewal_rounds{0}, handed_over{0};
 
   void record_acquire_latency(std::chrono::nanoseconds latency);
@@ -29,6 +29,7 @@ class StatsRecorder {
 
   std::array<std::atomic<std::uint64_t>, kBuckets> histogram_{};
   std::atomic<std::uint64_t> max_micros_{0};
+  std::atomic<std::uint64_t> total_micros_{0};
 };
 
 }  // namespace dlock::detail

@@ -32,12 +32,23 @@ class Watchdog {
   // reference to the service, the thread is detached instead and exits on
   // its own without touching anything but its shared state.
   ~Watchdog();
+  // What the destructor does, for an owner that must know no renewal and no
+  // keep-alive beat is in flight any more. Idempotent.
+  void stop();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
   // Called, on the watchdog's thread, with each lock found lost. Set it
   // before the first watch().
   void set_lost_handler(LostHandler on_lost);
+
+  // Runs `beat` every `period`, first one period from now, on the renewer
+  // thread (it may do I/O; it gets a deadline to give up at, a tenth of the
+  // period, 10 ms to 1 s, so that renewals never wait long behind it), for
+  // work a service does at a low fixed rate whatever it holds: the instance
+  // registry. Renewals go first when both are due. Set it before the first
+  // watch(): the beat runs once the threads run, from the first watch() on.
+  void keep_alive(Millis period, std::function<void(Clock::time_point deadline)> beat);
 
   // Starts watching (or re-plans) a lock: the next renewal is due lease/3
   // after `granted` (when its lease was last granted), or, for a fixed lease,
