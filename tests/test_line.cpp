@@ -45,6 +45,17 @@ std::vector<int> expiry_order(const dlock::test::RedisServer& redis,
   return order;
 }
 
+// A service of a Redis user without channel rights: its SUBSCRIBE is refused, never confirmed.
+std::shared_ptr<dlock::RedisLockService> waiter_without_channel_rights(const dlock::test::RedisServer& redis,
+                                                                      const std::function<void(dlock::Config&)>& tweak) {
+  redis.run({"ACL", "SETUSER", "nochannels", "on", ">secret", "resetkeys", "~dlock:*", "resetchannels", "+@all"});
+  return dlock::test::make_service(redis, [&](dlock::Config& c) {
+    c.redis.username = "nochannels";
+    c.redis.password = "secret";
+    tweak(c);
+  });
+}
+
 }  // namespace
 
 TEST_CASE("threads whose fixed leases run out one after another get the lock in arrival order", "[line][expiry]") {
@@ -134,11 +145,7 @@ TEST_CASE("a waiter whose subscription Redis never confirms still returns within
   dlock::test::RedisServer redis;
   auto holder = dlock::test::make_service(redis);
   auto guard = holder->lock("k");
-  // A user without channel rights: its SUBSCRIBE is refused, never confirmed.
-  redis.run({"ACL", "SETUSER", "nochannels", "on", ">secret", "resetkeys", "~dlock:*", "resetchannels", "+@all"});
-  auto waiter = dlock::test::make_service(redis, [](dlock::Config& c) {
-    c.redis.username = "nochannels";
-    c.redis.password = "secret";
+  auto waiter = waiter_without_channel_rights(redis, [](dlock::Config& c) {
     c.redis.command_timeout = 4000ms;  // the old bound of a first waiter
   });
   const auto started = std::chrono::steady_clock::now();
@@ -154,12 +161,7 @@ TEST_CASE("a waiter whose subscription Redis never confirms does not take a lock
   dlock::test::RedisServer redis;
   auto holder = dlock::test::make_service(redis);
   auto guard = holder->lock("k");
-  redis.run({"ACL", "SETUSER", "nochannels", "on", ">secret", "resetkeys", "~dlock:*", "resetchannels", "+@all"});
-  auto waiter = dlock::test::make_service(redis, [](dlock::Config& c) {
-    c.redis.username = "nochannels";
-    c.redis.password = "secret";
-    c.lock.turn_window = 60000ms;
-  });
+  auto waiter = waiter_without_channel_rights(redis, [](dlock::Config& c) { c.lock.turn_window = 60000ms; });
   std::atomic<bool> returned{false};
   auto waiting = std::async(std::launch::async, [&] {
     const bool got = static_cast<bool>(waiter->try_lock("k", {.wait = 4000ms}));
