@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(g++ cmake make pkg-config libhiredis-dev libspdlog-dev libyaml-cpp-dev catch2 redis-server redis-tools)
+packages=(g++ cmake make pkg-config libhiredis-dev libspdlog-dev libyaml-cpp-dev catch2 redis-server redis-tools
+          valgrind python3-redis)  # the last two for bench/callgrind.sh and bench/peers/run.sh
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo)
 "${as_root[@]}" apt-get update
