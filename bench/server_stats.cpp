@@ -5,19 +5,11 @@
 
 namespace bench {
 
-ServerStats::ServerStats(const std::string& host, int port) : context_(redisConnect(host.c_str(), port)) {
-  if (context_ == nullptr || context_->err) throw std::runtime_error("server stats cannot connect to redis");
-}
-
-ServerStats::~ServerStats() { redisFree(context_); }
-
 std::string ServerStats::info(const char* section) {
-  auto* reply = static_cast<redisReply*>(redisCommand(context_, "INFO %s", section));
-  if (reply == nullptr) throw std::runtime_error("server stats lost their connection");
-  std::string text = reply->type == REDIS_REPLY_STRING
-                         ? std::string(reply->str, reply->len)
-                         : std::string();
-  freeReplyObject(reply);
+  const char* argv[] = {"INFO", section};
+  const std::size_t lens[] = {4, std::char_traits<char>::length(section)};
+  Reply reply = connection_.call(2, argv, lens);
+  std::string text = reply->type == REDIS_REPLY_STRING ? std::string(reply->str, reply->len) : std::string();
   if (text.empty()) throw std::runtime_error(std::string("redis gave no INFO ") + section);
   return text;
 }

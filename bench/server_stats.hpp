@@ -5,10 +5,10 @@
 // snapshots, taken on a connection of its own, cost what a block of cycles
 // cost the server, whichever client sent them.
 
-#include <hiredis/hiredis.h>
-
 #include <map>
 #include <string>
+
+#include "raw_connection.hpp"
 
 namespace bench {
 
@@ -30,17 +30,14 @@ struct ServerSnapshot {
 
 class ServerStats {
  public:
-  ServerStats(const std::string& host, int port);
-  ~ServerStats();
-  ServerStats(const ServerStats&) = delete;
-  ServerStats& operator=(const ServerStats&) = delete;
+  ServerStats(const std::string& host, int port) : connection_(host, port) {}
 
   ServerSnapshot snapshot();
 
  private:
   std::string info(const char* section);
 
-  redisContext* context_;
+  RawConnection connection_;
 };
 
 }  // namespace bench
