@@ -9,7 +9,7 @@
 #include <span>
 #include <thread>
 
-#include "dlock/detail/eviction_check.hpp"
+#include "dlock/detail/server_checks.hpp"
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/detail/key_label.hpp"
 #include "dlock/detail/transient_state.hpp"
@@ -43,6 +43,11 @@ bool is_integer(const RedisReply& reply, long long value) {
   return reply.type == RedisReply::Type::Integer && reply.integer == value;
 }
 
+// Whether an acquire script's reply is a grant: its token, an integer > 0 or text.
+bool is_grant(const RedisReply& reply) {
+  return reply.type == RedisReply::Type::String || (reply.type == RedisReply::Type::Integer && reply.integer > 0);
+}
+
 // A fencing token as the scripts send it: an integer, or text past 2^53.
 std::optional<std::uint64_t> token_of(const RedisReply& reply) {
   if (reply.type == RedisReply::Type::Integer && reply.integer >= 0) return static_cast<std::uint64_t>(reply.integer);
@@ -64,7 +69,7 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
       line_settings_(std::to_string(config_.turn_window.count()) + ' ' +
                      std::to_string(config_.fence_retention.count())),
       fork_generation_(fork_generation()),
-      scripts_(*redis_),
+      scripts_(*redis_, ReplicaAcknowledgement{config_.replica_acks, config_.replica_ack_timeout}),
       waiters_(*redis_),
       notifier_(*logger_),
       watchdog_(scripts_, stats_, logger_) {
@@ -83,12 +88,18 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
     throw InvalidArgument("lock.turn_window_ms is " + std::to_string(config_.turn_window.count()) +
                           "; it must be at least 3 ms (default 1000)");
   }
+  if (config_.replica_acks < 0 || config_.replica_ack_timeout <= Millis(0)) {
+    throw InvalidArgument("lock.replica_acks is " + std::to_string(config_.replica_acks) +
+                          " and lock.replica_ack_timeout_ms " + std::to_string(config_.replica_ack_timeout.count()) +
+                          "; the first must be 0 (no WAIT) or more, the second a positive number of milliseconds");
+  }
   if (config_.fence_retention <= Millis(0)) {
     throw InvalidArgument("lock.fence_retention_ms is " + std::to_string(config_.fence_retention.count()) +
                           "; it must be a positive number of milliseconds (default 604800000)");
   }
   scripts_.load_all();
   warn_if_evicting(*redis_, *logger_);
+  warn_if_too_few_replicas(*redis_, *logger_, config_.replica_acks);
   enter_registry();
 }
 
@@ -295,6 +306,7 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
 
   WaiterTable::Ticket ticket;
   long long last_nap_ms = 0;
+  std::string unacknowledged;  // why the last grant did not count (lock.replica_acks), if it did not
   for (;;) {
     const Clock::time_point sent = Clock::now();
     const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
@@ -302,7 +314,7 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     try {
       const std::string settings_arg = std::to_string(wait_left.count()) + ' ' + line_settings_;
       const std::array<std::string_view, 3> args{id, lease_arg, settings_arg};
-      reply = scripts_.run(kAcquireScript, script_keys, args);
+      reply = scripts_.run_acknowledged(kAcquireScript, script_keys, args, &is_grant);
       throw_if_transient(key, reply, "acquire");
     } catch (const ConnectionError&) {
       // An outage shorter than the wait is waited out; a reply lost to it is
@@ -321,8 +333,20 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
       }
       continue;
     }
+    if (reply.is_error() && reply.str.starts_with(kNotAcknowledgedError)) {
+      // Granted on the master, but a failover could lose it: give it back
+      // (the next in line is told) and try again within the wait.
+      unacknowledged = reply.str.substr(kNotAcknowledgedError.size() + 1);
+      logger_->debug("{}: granted but {}; giving it back and trying again", lock_label(key), unacknowledged);
+      undo_unacknowledged_grant(key, names, id);
+      last_nap_ms = config_.replica_ack_timeout.count();
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) break;
+      std::this_thread::sleep_for(std::min(std::chrono::ceil<Millis>(deadline - now), refresh));
+      continue;
+    }
     // Granted: the token (an integer > 0, or text). Not granted: -1 - nap.
-    if (reply.type == RedisReply::Type::String || (reply.type == RedisReply::Type::Integer && reply.integer > 0)) {
+    if (is_grant(reply)) {
       const std::optional<std::uint64_t> token = token_of(reply);
       if (!token) throw_reply_error(key, names, reply, "acquire");
       return grant(key, names, id, held, *token, lease, renewed, sent, called);
@@ -358,6 +382,11 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
   const bool tried_once = deadline == called;
   (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
+  if (!unacknowledged.empty()) {
+    throw LockTimeoutError(lock_label(key) + ": granted, but not acknowledged by enough replicas (" +
+                           unacknowledged + "), so not taken; check the replicas (INFO replication: connected_slaves, "
+                           "lag) or lower lock.replica_acks, or raise lock.replica_ack_timeout_ms");
+  }
   const std::string left = "lease or turn left " + std::to_string(last_nap_ms) + " ms";
   if (tried_once) {
     throw LockTimeoutError(lock_label(key) + ": busy; tried once, without waiting: another owner holds it or waits "
@@ -368,6 +397,19 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
   throw LockTimeoutError(lock_label(key) + ": still busy after waiting " + std::to_string(waited_ms) +
                          " ms: another owner holds it or waits ahead in line (" + left + "); wait longer "
                          "(LockOptions::wait or lock.wait_ms) or use try_lock");
+}
+
+void ServiceCore::undo_unacknowledged_grant(std::string_view key, const LockNames& names, const std::string& id) {
+  const std::array<std::string_view, 2> args{id, line_settings_};
+  try {
+    const RedisReply reply = scripts_.run(kReleaseScript, names.script_keys(), args);
+    if (reply.is_error()) {
+      logger_->warn("{}: giving back a grant too few replicas acknowledged failed: {}", lock_label(key), reply.str);
+    }
+  } catch (const ConnectionError& e) {
+    // Unreleased, it idles out its lease (nobody renews it); the next try, with the same id, adopts it.
+    logger_->warn("{}: giving back a grant too few replicas acknowledged failed: {}", lock_label(key), e.what());
+  }
 }
 
 bool ServiceCore::still_held(const LockNames& names) {
@@ -500,7 +542,9 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
 void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   const LockNames names = names_for(lock->key);
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
-  WaiterTable::Offer offer = waiters_.offer(names.channel(), lock->owner);
+  // Not with lock.replica_acks: a lock handed over here would not be
+  // acknowledged by its new holder; the next in line acquires it, and WAITs.
+  WaiterTable::Offer offer = scripts_.acknowledges() ? WaiterTable::Offer() : waiters_.offer(names.channel(), lock->owner);
   const std::string offer_arg =
       offer ? offer.owner() + ' ' + std::to_string(offer.lease_ms()) + ' ' +
                   (lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? '1' : '0')

@@ -458,6 +458,58 @@ RedisReply ScriptRunner::run(const Script& script, std::span<const std::string_v
   return reply;
 }
 
+RedisReply ScriptRunner::run_acknowledged(const Script& script, std::span<const std::string_view> keys,
+                                          std::span<const std::string_view> args, ReplyTest must_reach_replicas) {
+  if (!acknowledges()) return run(script, keys, args);
+  const std::vector<std::string> key_list(keys.begin(), keys.end());
+  const std::vector<std::string> arg_list(args.begin(), args.end());
+  std::vector<RedisReply> replies = redis_.pipeline(with_waits({evalsha(sha_of(script), key_list, arg_list)}));
+  if (!replies.empty() && is_noscript(replies.front())) {
+    replies = redis_.pipeline(with_waits({evalsha(load(script), key_list, arg_list)}));
+  }
+  replies = fold_waits(std::move(replies), must_reach_replicas);
+  if (replies.empty()) throw ConnectionError("redis " + redis_.endpoint() + ": no reply to " + std::string(script.name));
+  return std::move(replies.front());
+}
+
+std::vector<RedisCommand> ScriptRunner::with_waits(std::vector<RedisCommand> calls) const {
+  if (!acknowledges()) return calls;
+  const RedisCommand wait{"WAIT", std::to_string(acknowledgement_.replicas),
+                          std::to_string(acknowledgement_.timeout.count())};
+  std::vector<RedisCommand> commands;
+  commands.reserve(calls.size() * 2);
+  for (auto& call : calls) {
+    commands.push_back(std::move(call));
+    commands.push_back(wait);
+  }
+  return commands;
+}
+
+std::vector<RedisReply> ScriptRunner::fold_waits(std::vector<RedisReply> replies, ReplyTest must_reach_replicas) const {
+  if (!acknowledges()) return replies;
+  std::vector<RedisReply> folded;
+  folded.reserve(replies.size() / 2);
+  for (std::size_t i = 0; i + 1 < replies.size(); i += 2) {
+    RedisReply& call = replies[i];
+    const RedisReply& wait = replies[i + 1];
+    // A call that failed wrote nothing worth waiting for: its own error stands.
+    const bool counts = must_reach_replicas ? must_reach_replicas(call) : !call.is_error();
+    if (counts && (wait.type != RedisReply::Type::Integer || wait.integer < acknowledgement_.replicas)) {
+      const std::string acked =
+          wait.type == RedisReply::Type::Integer ? std::to_string(wait.integer) : "WAIT refused: " + wait.str + ";";
+      RedisReply refused;
+      refused.type = RedisReply::Type::Error;
+      refused.str = std::string(kNotAcknowledgedError) + " acknowledged by " + acked + " of the " +
+                    std::to_string(acknowledgement_.replicas) + " replicas lock.replica_acks asks for within " +
+                    std::to_string(acknowledgement_.timeout.count()) + " ms";
+      folded.push_back(std::move(refused));
+    } else {
+      folded.push_back(std::move(call));
+    }
+  }
+  return folded;
+}
+
 std::vector<RedisReply> ScriptRunner::run_pipelined(
     const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
     std::chrono::steady_clock::time_point deadline) {
@@ -465,7 +517,7 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
   commands.reserve(calls.size());
   const std::string sha(sha_of(script));
   for (const auto& [keys, args] : calls) commands.push_back(evalsha(sha, keys, args));
-  std::vector<RedisReply> replies = redis_.urgent_pipeline(commands, deadline);
+  std::vector<RedisReply> replies = fold_waits(redis_.urgent_pipeline(with_waits(std::move(commands)), deadline));
 
   // After a restart or SCRIPT FLUSH: load the script and send those again,
   // in one pipeline on the same urgent path (the pool would queue it behind
@@ -476,11 +528,15 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
     if (is_noscript(replies[i])) retried_at.push_back(i);
   }
   if (retried_at.empty()) return replies;
+  std::vector<RedisCommand> again;
+  for (std::size_t i : retried_at) again.push_back(evalsha(sha, calls[i].first, calls[i].second));
   std::vector<RedisCommand> retries{{"SCRIPT", "LOAD", script.source}};
-  for (std::size_t i : retried_at) retries.push_back(evalsha(sha, calls[i].first, calls[i].second));
+  for (auto& command : with_waits(std::move(again))) retries.push_back(std::move(command));
   std::vector<RedisReply> retried = redis_.urgent_pipeline(retries, deadline);
-  for (std::size_t j = 0; j < retried_at.size() && j + 1 < retried.size(); ++j) {
-    replies[retried_at[j]] = std::move(retried[j + 1]);
+  if (!retried.empty()) retried.erase(retried.begin());  // SCRIPT LOAD's
+  retried = fold_waits(std::move(retried));
+  for (std::size_t j = 0; j < retried_at.size() && j < retried.size(); ++j) {
+    replies[retried_at[j]] = std::move(retried[j]);
   }
   return replies;
 }

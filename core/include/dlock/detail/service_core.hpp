@@ -90,6 +90,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
                          Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
   // Whether the lock exists in Redis (false if Redis could not be asked): a waiter's look before its first sleep.
+  // Releases a grant that too few replicas acknowledged (lock.replica_acks).
+  void undo_unacknowledged_grant(std::string_view key, const LockNames& names, const std::string& id);
   bool still_held(const LockNames& names);
   [[noreturn]] void throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
                                       std::string_view during) const;
