@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "deployment_yaml.hpp"
 #include "redis_cluster.hpp"
 #include "services.hpp"
 
@@ -199,6 +200,16 @@ TEST_CASE("a slot migrated while its lock is held and waited for: no double hold
   CHECK(counter.load() == increments.load());
   CHECK(cluster().master_port(slot) == from);
 }
+
+#ifdef FLASH_SALE_BIN  // the examples are built
+TEST_CASE("flash_sale and the dlock command work unchanged on the cluster, from a YAML file", "[cluster]") {
+  const dlock::test::TempDir files;
+  const std::string yaml = files.write("cluster.yaml", dlock::test::deployment_yaml(cluster().config().redis));
+  dlock::test::check_examples_and_cli(yaml, "CLUSTER");
+  // The stock key lives in the cluster, on the master of its slot.
+  CHECK(cluster().node(cluster().master_port(slot_of("stock:CLUSTER"))).run({"GET", "stock:CLUSTER"}) == "0");
+}
+#endif
 
 TEST_CASE("a master failed over: holders are told when the lock is gone, others go on, waiters get it", "[cluster]") {
   // A lease shorter than a failover (node timeout 1 s, then the election):

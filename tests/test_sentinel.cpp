@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "deployment_yaml.hpp"
 #include "sentinel_topology.hpp"
 #include "services.hpp"
 
@@ -119,6 +120,9 @@ TEST_CASE("a service follows a crashed master's failover, then a graceful one, b
     c.lock.watchdog_timeout = lease;
     return c;
   };
+  // A user's config file, written before any failover and used unchanged after them.
+  const dlock::test::TempDir files;
+  const std::string yaml = files.write("sentinel.yaml", dlock::test::deployment_yaml(deployment.config().redis));
   auto holders = dlock::make_lock_service(config(6000ms));
   auto waiters = dlock::make_lock_service(config(6000ms));
   std::mutex mutex;
@@ -253,4 +257,10 @@ TEST_CASE("a service follows a crashed master's failover, then a graceful one, b
             << " releases cut by the failovers\n";
   std::lock_guard lock(mutex);
   REQUIRE(lost_keys == std::set<std::string>{"dropped"});
+
+  // The example and the command, from the file written before both failovers, on the third master.
+#ifdef FLASH_SALE_BIN  // the examples are built
+  dlock::test::check_examples_and_cli(yaml, "SENTINEL-AFTER");
+  CHECK(third.run({"GET", "stock:SENTINEL-AFTER"}) == "0");
+#endif
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "deployment_yaml.hpp"
 #include "dlock/subscriber.hpp"
 #include "services.hpp"
 
@@ -106,3 +107,14 @@ TEST_CASE("pooled TLS connections survive a server restart", "[tls]") {
   // The idle connections were closed by the restart: the pool drops them and dials again.
   CHECK(service->lock("tls:after"));
 }
+
+#ifdef FLASH_SALE_BIN  // the examples are built
+TEST_CASE("flash_sale and the dlock command work over TLS from a YAML file", "[tls]") {
+  RedisServer redis({}, ServerTls{});
+  const dlock::test::TempDir files;
+  const std::string yaml = files.write("tls.yaml", dlock::test::deployment_yaml(redis.config().redis));
+  REQUIRE_THAT(dlock::test::read_file(yaml), Catch::Contains("enabled: true"));
+  dlock::test::check_examples_and_cli(yaml, "TLS");
+  CHECK(redis.run({"GET", "stock:TLS"}) == "0");
+}
+#endif
