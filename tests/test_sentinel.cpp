@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -263,4 +264,35 @@ TEST_CASE("a service follows a crashed master's failover, then a graceful one, b
   dlock::test::check_examples_and_cli(yaml, "SENTINEL-AFTER");
   CHECK(third.run({"GET", "stock:SENTINEL-AFTER"}) == "0");
 #endif
+}
+
+TEST_CASE("over TLS everywhere, the Sentinels are asked and a crashed master's failover is followed", "[sentinel][tls]") {
+  SentinelTopology::Options options;
+  options.replicas = 1;
+  options.tls = true;
+  SentinelTopology deployment(options);
+  dlock::Config config = deployment.config();
+  REQUIRE(config.redis.tls.enabled);
+  config.lock.watchdog_timeout = 6000ms;
+  auto service = dlock::make_lock_service(config);
+  auto kept = service->lock("tls-kept");
+  auto waiting = std::async(std::launch::async, [&] {
+    return static_cast<bool>(dlock::make_lock_service(config)->lock("tls-kept", {.wait = 40s}));
+  });
+  REQUIRE(dlock::test::eventually([&] {
+    for (const auto& server : deployment.servers()) {
+      if (server->run({"ZCARD", "dlock:{tls-kept}:queue"}) != "1") return false;
+    }
+    return true;
+  }));
+  const dlock::NodeAddress first_master = deployment.master_address();
+  deployment.kill_master();
+  REQUIRE(deployment.await_new_master(first_master));
+  REQUIRE(ms_until_usable(*service, "tls-probe") >= 0);
+  std::this_thread::sleep_for(2100ms);  // a renewal period on the new master, over TLS
+  REQUIRE(kept);
+  CHECK(deployment.master().run({"EXISTS", "dlock:{tls-kept}"}) == "1");
+  kept.unlock();
+  REQUIRE(waiting.wait_for(20s) == std::future_status::ready);
+  CHECK(waiting.get());
 }

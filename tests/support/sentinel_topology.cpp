@@ -1,6 +1,7 @@
 #include "sentinel_topology.hpp"
 
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -45,10 +46,22 @@ std::string sentinel_config(const SentinelTopology::Options& options, int master
 }  // namespace
 
 SentinelTopology::SentinelTopology(Options options) : options_(std::move(options)) {
-  servers_.push_back(std::make_unique<RedisServer>());
+  // Over TLS, a replica and a Sentinel are TLS clients too: they verify the
+  // servers they dial with ca.pem, which signed every server's certificate.
+  const std::optional<ServerTls> tls = options_.tls ? std::optional<ServerTls>(ServerTls{}) : std::nullopt;
+  std::vector<std::string> tls_client_args;
+  if (options_.tls) {
+    tls_client_args = {"--tls-replication", "yes", "--tls-ca-cert-file", (test_certificates() / "ca.pem").string()};
+  }
+  const auto with_tls_client = [&](std::vector<std::string> args) {
+    args.insert(args.end(), tls_client_args.begin(), tls_client_args.end());
+    return args;
+  };
+  servers_.push_back(std::make_unique<RedisServer>(with_tls_client({}), tls));
   const std::string master_port = std::to_string(servers_[0]->port());
   for (int i = 0; i < options_.replicas; ++i) {
-    servers_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--replicaof", "127.0.0.1", master_port}));
+    servers_.push_back(
+        std::make_unique<RedisServer>(with_tls_client({"--replicaof", "127.0.0.1", master_port}), tls));
   }
   // Sentinels learn the replicas from the master's INFO, which they read at
   // once and then only every 10 s: the replicas must be attached first.
@@ -61,7 +74,7 @@ SentinelTopology::SentinelTopology(Options options) : options_(std::move(options
   if (!attached) throw std::runtime_error("sentinel fixture: the replicas did not attach to the master");
   const std::string config_text = sentinel_config(options_, servers_[0]->port());
   for (int i = 0; i < options_.sentinels; ++i) {
-    sentinels_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}, config_text));
+    sentinels_.push_back(std::make_unique<RedisServer>(with_tls_client({"--sentinel"}), config_text, tls));
   }
   // A password-protected Sentinel is not asked (run() sends no AUTH); such a
   // deployment is only for start-up checks, which need no agreement.

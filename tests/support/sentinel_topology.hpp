@@ -25,6 +25,9 @@ class SentinelTopology {
     std::string sentinel_password;  // the Sentinels' own requirepass; empty = none
     std::chrono::milliseconds down_after{1000};  // a silent master counts as down after this
     std::chrono::milliseconds failover_timeout{3000};
+    // Every server and Sentinel speaks TLS only (ServerTls), replication and
+    // the Sentinels' own links included; config() turns TLS on.
+    bool tls = false;
   };
 
   explicit SentinelTopology(Options options);
