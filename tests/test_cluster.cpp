@@ -2,12 +2,15 @@
 // failed over under load, and a wrong seed list at start-up. One throwaway
 // cluster (3 masters, 1 replica each) serves the whole file; the cases run in
 // order, the destructive one (failover) last.
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <future>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "deployment_yaml.hpp"
@@ -16,6 +19,7 @@
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -33,6 +37,48 @@ std::shared_ptr<dlock::RedisLockService> cluster_service(dlock::Millis lease = 3
 std::uint16_t slot_of(const std::string& key) {
   dlock::ClusterExecutor executor(cluster().config().redis);
   return static_cast<std::uint16_t>(executor.script_group("dlock:{" + key + "}"));
+}
+
+std::string id_of(int port) { return cluster().node(port).run({"CLUSTER", "MYID"}); }
+
+// Moves every key `slot` has on `from` to `to` (the slot is migrating).
+void move_keys(std::uint16_t slot, int from, int to) {
+  const std::string s = std::to_string(slot);
+  const std::string keys = cluster().node(from).run({"CLUSTER", "GETKEYSINSLOT", s, "100"});
+  std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(to), "", "0", "5000", "KEYS"};
+  std::size_t start = 0;
+  while (start < keys.size()) {
+    std::size_t space = keys.find(' ', start);
+    if (space == std::string::npos) space = keys.size();
+    if (space > start) migrate.push_back(keys.substr(start, space - start));
+    start = space + 1;
+  }
+  if (migrate.size() > 7) REQUIRE(cluster().node(from).run(migrate) == "OK");
+}
+
+// Opens the migration of `slot` from `from` to `to` and, if asked, moves every key it has now.
+void start_migration(std::uint16_t slot, int from, int to, bool keys_too = true) {
+  const std::string s = std::to_string(slot);
+  REQUIRE(cluster().node(to).run({"CLUSTER", "SETSLOT", s, "IMPORTING", id_of(from)}) == "OK");
+  REQUIRE(cluster().node(from).run({"CLUSTER", "SETSLOT", s, "MIGRATING", id_of(to)}) == "OK");
+  if (keys_too) move_keys(slot, from, to);
+}
+
+void finish_migration(std::uint16_t slot, int from, int to) {
+  const std::string s = std::to_string(slot);
+  const std::string target = id_of(to);
+  cluster().node(to).run({"CLUSTER", "SETSLOT", s, "NODE", target});
+  cluster().node(from).run({"CLUSTER", "SETSLOT", s, "NODE", target});
+  for (int port : cluster().master_ports()) {
+    if (port != to && port != from) cluster().node(port).run({"CLUSTER", "SETSLOT", s, "NODE", target});
+  }
+}
+
+int other_master(int from) {
+  for (int port : cluster().master_ports()) {
+    if (port != from) return port;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -199,6 +245,143 @@ TEST_CASE("a slot migrated while its lock is held and waited for: no double hold
   CHECK(increments.load() > 20);
   CHECK(counter.load() == increments.load());
   CHECK(cluster().master_port(slot) == from);
+}
+
+TEST_CASE("review: ASK then TRYAGAIN during a migration is waited out within the command timeout", "[cluster]") {
+  const std::string tag = "{rv-ask}";
+  const std::uint16_t slot = slot_of(tag.substr(1, tag.size() - 2));
+  const int from = cluster().master_port(slot);
+  const int to = other_master(from);
+  dlock::Config config = cluster().config();
+  config.redis.command_timeout = 4000ms;
+  auto executor = dlock::make_executor(config.redis);
+  REQUIRE(executor->command({"SET", tag + "a", "1"}).str == "OK");
+
+  start_migration(slot, from, to);  // {rv-ask}a now lives on `to`; {rv-ask}b exists nowhere
+  // The migration ends 1 s from now: well within the 4 s command timeout.
+  auto finisher = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(1000ms);
+    finish_migration(slot, from, to);
+  });
+  const auto began = Clock::now();
+  std::string failure;
+  dlock::RedisReply reply;
+  try {
+    reply = executor->command({"EVAL", "return redis.call('GET', KEYS[1])", "2", tag + "a", tag + "b"});
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
+  finisher.get();
+  INFO("took " << took << " ms; failure: " << failure);
+  CHECK(failure.empty());
+  CHECK(reply.str == "1");
+  cluster().wait_healthy();
+}
+
+TEST_CASE("review: a holder's unlock while its slot migrates (keys already moved) succeeds within the command timeout",
+          "[cluster]") {
+  const std::string key = "rv-unlock";
+  const std::uint16_t slot = slot_of(key);
+  const int from = cluster().master_port(slot);
+  const int to = other_master(from);
+  dlock::Config config = cluster().config();
+  config.redis.command_timeout = 4000ms;
+  auto service = dlock::make_lock_service(config);
+  auto guard = service->lock(key);
+  REQUIRE(guard);
+
+  start_migration(slot, from, to);  // the lock and its fencing counter move; queue, alive, turn do not exist
+  auto finisher = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(1000ms);
+    finish_migration(slot, from, to);
+  });
+  const auto began = Clock::now();
+  std::string failure;
+  try {
+    guard.unlock();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
+  finisher.get();
+  INFO("took " << took << " ms; failure: " << failure);
+  CHECK(failure.empty());
+  // Whatever the unlock said, the lock must be free once the migration is over.
+  auto other = dlock::make_lock_service(cluster().config());
+  CHECK(other->try_lock(key, {.wait = 2s}));
+  cluster().wait_healthy();
+}
+
+TEST_CASE("review: a lock whose slot is marked migrating, none of its keys moved, can be released", "[cluster]") {
+  // README: TRYAGAIN comes when "a lock's keys [are] split between the two
+  // nodes mid-migration". In fact the source answers TRYAGAIN to any script
+  // naming a key it lacks while the slot is MIGRATING; queue, alive and turn
+  // of an uncontended lock never exist, so every script of every lock in the
+  // slot is refused for the whole migration, and a release gives up after the
+  // command timeout, leaving the lock held for its whole lease.
+  const std::string key = "rv-none-moved";
+  const std::uint16_t slot = slot_of(key);
+  const int from = cluster().master_port(slot);
+  const int to = other_master(from);
+  dlock::Config config = cluster().config();  // command timeout 1000 ms
+  auto service = dlock::make_lock_service(config);
+  auto guard = service->lock(key);
+  REQUIRE(guard);
+  start_migration(slot, from, to, /*keys_too=*/false);
+  // A migration of a slot with many keys takes a while; this one 1.5 s.
+  auto finisher = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(1500ms);
+    move_keys(slot, from, to);
+    finish_migration(slot, from, to);
+  });
+  std::string failure;
+  const auto began = Clock::now();
+  try {
+    guard.unlock();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
+  finisher.get();
+  INFO("took " << took << " ms; failure: " << failure);
+  CHECK(failure.empty());
+  auto other = dlock::make_lock_service(cluster().config());
+  CHECK(other->try_lock(key, {.wait = 2s}));
+  cluster().wait_healthy();
+}
+
+TEST_CASE("review: an evicting master of a cluster is named at start-up, whichever master it is", "[cluster]") {
+  const std::vector<int> masters = cluster().master_ports();
+  REQUIRE(masters.size() == 3);
+  int warned = 0;
+  for (const int evicting : masters) {
+    for (const int port : masters) {
+      cluster().node(port).run({"CONFIG", "SET", "maxmemory", "100mb"});
+      cluster().node(port).run({"CONFIG", "SET", "maxmemory-policy", port == evicting ? "allkeys-lru" : "noeviction"});
+    }
+    std::ostringstream out;
+    auto logger = std::make_shared<spdlog::logger>("review", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+    auto service = dlock::make_lock_service(cluster().config(), logger);
+    const bool named = out.str().find("127.0.0.1:" + std::to_string(evicting) + " has maxmemory") != std::string::npos;
+    UNSCOPED_INFO("master on port " << evicting << " evicting: " << (named ? "warned" : "NOT warned"));
+    if (named) ++warned;
+  }
+  for (const int port : masters) {
+    cluster().node(port).run({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+    cluster().node(port).run({"CONFIG", "SET", "maxmemory", "0"});
+  }
+  CHECK(warned == 3);
+}
+
+TEST_CASE("review: a key or prefix that would break a lock's hash tag is refused before anything is sent", "[cluster]") {
+  // "P{}x}" has an empty hash tag: the cluster would hash each of the lock's names whole, into different slots.
+  auto service = cluster_service();
+  CHECK_THROWS_WITH(service->try_lock("}weird"), Contains("lock '}weird': key begins with '}'"));
+  CHECK_NOTHROW(service->try_lock("we}ird"));  // the tag is "we": every name of the lock still shares it
+  dlock::Config config = cluster().config();
+  config.lock.key_prefix = "app{}:";
+  CHECK_THROWS_WITH(dlock::make_lock_service(config), Contains("lock.key_prefix 'app{}:' holds a brace"));
 }
 
 #ifdef FLASH_SALE_BIN  // the examples are built

@@ -470,6 +470,12 @@ TEST_CASE("a word or a boolean where a number belongs is refused") {
   CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "redis.pool_size: expected a number of connections"));
 }
 
+TEST_CASE("a key_prefix with a brace is refused: it would take the place of the lock's hash tag") {
+  TempDir dir;
+  const auto file = dir.write("lock:\n  key_prefix: \"app{}:\"\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "lock.key_prefix: holds a brace"));
+}
+
 TEST_CASE("out-of-range, negative and overflowing numbers are refused with the range") {
   TempDir dir;
   auto file = dir.write("redis:\n  host: h\n  port: 70000\n");

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <iostream>
 #include <thread>
 #include <vector>
 
@@ -171,4 +172,56 @@ TEST_CASE("review: a Config built in code with replica_ack_timeout not below com
   CHECK_THROWS_WITH(dlock::make_lock_service(config), Catch::Contains("redis.command_timeout"));
   config.lock.replica_ack_timeout = config.redis.command_timeout - dlock::Millis(1);
   CHECK_NOTHROW(dlock::make_lock_service(config));
+}
+
+TEST_CASE("review: with replica_acks, re-entries keep a holder valid although no replica acknowledges anything",
+          "[replica_acks][review]") {
+  RedisServer master;
+  dlock::test::TcpProxy link{master.port()};
+  RedisServer replica{{"--replicaof", "127.0.0.1", std::to_string(link.port())}};
+  REQUIRE(dlock::test::eventually([&] { return info_field(replica, "master_link_status") == "up"; }));
+  REQUIRE(dlock::test::eventually([&] { return info_field(master, "connected_slaves") == "1"; }));
+
+  auto service = dlock::test::make_service(master, [](dlock::Config& c) {
+    c.lock.replica_acks = 1;
+    c.lock.replica_ack_timeout = 200ms;
+    c.lock.watchdog_timeout = 900ms;
+  });
+  auto outer = service->lock("job", {.wait = 2s});
+  REQUIRE(outer);
+  REQUIRE(dlock::test::eventually([&] { return replica.run({"EXISTS", "dlock:{job}"}) == "1"; }));
+
+  // From now on the replica acknowledges nothing (its link is silently dead).
+  link.blackhole_existing();
+  const auto cut = std::chrono::steady_clock::now();
+  // The holder's own code re-enters now and then, as a nested call would.
+  long long lost_after_ms = -1;
+  int reentries = 0;
+  while (dlock::test::elapsed_ms(cut) < 3000) {
+    if (outer.lost()) {
+      lost_after_ms = dlock::test::elapsed_ms(cut);
+      break;
+    }
+    {
+      auto inner = service->lock("job", {.wait = 500ms});
+      if (inner) ++reentries;
+    }
+    std::this_thread::sleep_for(150ms);
+  }
+  std::cout << "review reentry_acks: " << reentries << " re-entries in 3 s after the replica stopped acknowledging; "
+            << "holder told lost after " << lost_after_ms << " ms (-1: never; lease 900 ms)\n";
+
+  // The failover: the replica, which saw nothing of the lock for 3 s, is promoted.
+  REQUIRE(replica.run({"REPLICAOF", "NO", "ONE"}) == "OK");
+  auto second = dlock::test::make_service(replica);
+  auto taken = second->try_lock("job");
+  std::cout << "review reentry_acks: second owner on the promoted replica: " << static_cast<bool>(taken)
+            << "; first guard still true: " << static_cast<bool>(outer) << "\n";
+  // The promise: a holder whose replicas stop acknowledging is told it lost
+  // the lock before its lease (900 ms) runs out.
+  CHECK(lost_after_ms >= 0);
+  CHECK(lost_after_ms < 2000);
+  // Never two holders through a promoted replica with replica_acks.
+  CHECK_FALSE((taken && outer));
+  if (outer) outer.detach();
 }

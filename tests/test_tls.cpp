@@ -108,6 +108,37 @@ TEST_CASE("pooled TLS connections survive a server restart", "[tls]") {
   CHECK(service->lock("tls:after"));
 }
 
+TEST_CASE("review: a pipeline of thousands of commands over TLS comes back in order", "[tls]") {
+  dlock::test::RedisServer redis({}, dlock::test::ServerTls{});
+  auto executor = dlock::make_executor(redis.config().redis);
+  std::vector<dlock::RedisCommand> commands;
+  for (int i = 0; i < 3000; ++i) {
+    commands.push_back({"SET", "big:" + std::to_string(i), std::string(2000, static_cast<char>('a' + i % 26))});
+    commands.push_back({"GET", "big:" + std::to_string(i)});
+  }
+  const auto replies = executor->pipeline(commands);
+  REQUIRE(replies.size() == commands.size());
+  int wrong = 0;
+  for (int i = 0; i < 3000; ++i) {
+    if (replies[2 * i].str != "OK" || replies[2 * i + 1].str != commands[2 * i][2]) ++wrong;
+  }
+  CHECK(wrong == 0);
+  CHECK(executor->command({"PING"}).str == "PONG");
+}
+
+TEST_CASE("review: the watchdog renews 400 locks over TLS", "[tls]") {
+  dlock::test::RedisServer redis({}, dlock::test::ServerTls{});
+  dlock::Config config = redis.config();
+  config.lock.watchdog_timeout = 900ms;
+  auto service = dlock::make_lock_service(config);
+  std::vector<dlock::LockGuard> guards;
+  for (int i = 0; i < 400; ++i) guards.push_back(service->lock("many:" + std::to_string(i)));
+  std::this_thread::sleep_for(2500ms);
+  int lost = 0;
+  for (auto& guard : guards) lost += guard.lost() ? 1 : 0;
+  CHECK(lost == 0);
+}
+
 #ifdef FLASH_SALE_BIN  // the examples are built
 TEST_CASE("flash_sale and the dlock command work over TLS from a YAML file", "[tls]") {
   RedisServer redis({}, ServerTls{});

@@ -81,6 +81,12 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
     throw InvalidArgument("lock.wait_ms is " + std::to_string(config_.wait.count()) +
                           "; it must be 0 (try once) or a positive number of milliseconds");
   }
+  if (config_.key_prefix.find_first_of("{}") != std::string::npos) {
+    throw InvalidArgument("lock.key_prefix '" + config_.key_prefix +
+                          "' holds a brace; dlock puts each key in braces after the prefix ({K}, a Redis Cluster hash "
+                          "tag that keeps a lock's names in one slot), and a brace before it would take their place: "
+                          "use a prefix without '{' or '}'");
+  }
   if (config_.max_key_bytes == 0) {
     throw InvalidArgument("lock.max_key_bytes is 0; it must be at least 1 (default 1024)");
   }
@@ -158,6 +164,11 @@ void ServiceCore::validate(std::string_view key, const LockOptions& options) con
                           " bytes, longer than lock.max_key_bytes (" + std::to_string(config_.max_key_bytes) +
                           "); use a shorter key or raise lock.max_key_bytes");
   }
+  if (key.front() == '}') {
+    // "P{}x}" has an empty hash tag: a cluster would hash each of the lock's names whole, into different slots.
+    throw InvalidArgument(lock_label(key) + ": key begins with '}', which would leave the Redis Cluster hash tag "
+                          "around it ({K}) empty; begin the key with another character");
+  }
   if (options.wait && *options.wait < Millis(0)) {
     throw InvalidArgument(lock_label(key) + ": wait of " + std::to_string(options.wait->count()) +
                           " ms is negative; pass 0 to try once, or a positive wait");
@@ -174,6 +185,21 @@ void ServiceCore::throw_if_transient(std::string_view key, const RedisReply& rep
   throw ConnectionError(lock_label(key) + ": cannot " + std::string(during) + " now: redis " + redis_->endpoint() +
                         " is in a passing state (" + reply.str + "); dlock waits it out within the call's wait: wait "
                         "longer (LockOptions::wait or lock.wait_ms) if it lasts");
+}
+
+RedisReply ServiceCore::run_release(const HeldLock& lock, const Script& script, std::span<const std::string_view> keys,
+                                    std::span<const std::string_view> args) {
+  // Not retried, the lock would stay held for the rest of its lease (nobody
+  // renews it once its release began), and every waiter with it: a slot
+  // migration refuses each script naming a lock's absent line keys (TRYAGAIN)
+  // for as long as it lasts.
+  Millis pause{10};
+  for (;;) {
+    RedisReply reply = scripts_.run(script, keys, args);
+    if (transient_state(reply).empty() || Clock::now() + pause >= lock.valid_until_time()) return reply;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, kOutageRetry);
+  }
 }
 
 void ServiceCore::throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
@@ -260,7 +286,8 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
     } else if (!lock->renewed.load()) {
       lock->lease_ms = std::max<std::int64_t>(lock->lease_ms.load(), lease.count());
     }
-    lock->extend_validity(sent, lease);
+    // With lock.replica_acks only an acknowledged write counts: this one sent no WAIT.
+    if (!scripts_.acknowledges()) lock->extend_validity(sent, lease);
     hold = std::make_shared<Hold>(lock);
     lock->stack.push_back(hold);
   }
@@ -521,7 +548,7 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
   const Clock::time_point sent = Clock::now();
   RedisReply reply;
   try {
-    reply = scripts_.run(kRenewScript, keys, args);
+    reply = run_release(*lock, kRenewScript, keys, args);
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
@@ -536,7 +563,8 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
   }
   if (!is_integer(reply, 1)) throw_reply_error(lock->key, names_for(lock->key), reply, "release");
   stats_.released.fetch_add(1, std::memory_order_relaxed);
-  lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+  // As for a re-entry: unacknowledged, it extends nothing the holder may count on.
+  if (!scripts_.acknowledges()) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
 }
 
 void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
@@ -554,7 +582,7 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   RedisReply reply;
   try {
     // Without an offer, the script's plain form: two arguments.
-    reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(2));
+    reply = run_release(*lock, kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(2));
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +

@@ -1,5 +1,6 @@
 #include "dlock/detail/server_checks.hpp"
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -40,29 +41,45 @@ std::string read_info(RedisExecutor& redis, spdlog::logger& logger, const char* 
   return std::move(reply.str);
 }
 
+// Runs `check` on every master (a cluster's each; one server: itself). A
+// master that cannot be reached is passed over with a debug line: the checks
+// only warn, and a call that needs it will say more.
+void on_every_master(RedisExecutor& redis, spdlog::logger& logger, const char* check,
+                     const std::function<void(RedisExecutor&)>& run) {
+  try {
+    redis.for_each_master(run);
+  } catch (const Error& e) {
+    logger.debug("{} check skipped: {}", check, e.what());
+  }
+}
+
 }  // namespace
 
 void warn_if_evicting(RedisExecutor& redis, spdlog::logger& logger) {
-  const std::string info = read_info(redis, logger, "memory", "eviction");
-  if (info.empty()) return;
-  const std::string maxmemory = info_field(info, "maxmemory");
-  const std::string policy = info_field(info, "maxmemory_policy");
-  if (maxmemory.empty() || maxmemory == "0" || policy.empty() || policy == "noeviction") return;
-  logger.warn("redis {} has maxmemory {} with maxmemory-policy {}: under memory pressure it may evict a held lock "
-              "(lock keys have a TTL) and let a second owner in; set maxmemory-policy noeviction on the Redis that "
-              "holds locks",
-              redis.endpoint(), maxmemory, policy);
+  on_every_master(redis, logger, "eviction", [&](RedisExecutor& master) {
+    const std::string info = read_info(master, logger, "memory", "eviction");
+    if (info.empty()) return;
+    const std::string maxmemory = info_field(info, "maxmemory");
+    const std::string policy = info_field(info, "maxmemory_policy");
+    if (maxmemory.empty() || maxmemory == "0" || policy.empty() || policy == "noeviction") return;
+    logger.warn("redis {} has maxmemory {} with maxmemory-policy {}: under memory pressure it may evict a held lock "
+                "(lock keys have a TTL) and let a second owner in; set maxmemory-policy noeviction on the Redis that "
+                "holds locks",
+                master.endpoint(), maxmemory, policy);
+  });
 }
 
 void warn_if_too_few_replicas(RedisExecutor& redis, spdlog::logger& logger, int wanted) {
   if (wanted <= 0) return;
-  const std::string info = read_info(redis, logger, "replication", "replica");
-  if (info.empty()) return;
-  const std::string connected = info_field(info, "connected_slaves");
-  if (connected.empty() || std::stoll("0" + connected) >= wanted) return;
-  logger.warn("redis {} has {} replica(s) connected but lock.replica_acks asks {} to acknowledge every acquisition: "
-              "until enough replicas connect, no lock can be taken; connect replicas or lower lock.replica_acks",
-              redis.endpoint(), connected, wanted);
+  on_every_master(redis, logger, "replica", [&](RedisExecutor& master) {
+    const std::string info = read_info(master, logger, "replication", "replica");
+    if (info.empty()) return;
+    const std::string connected = info_field(info, "connected_slaves");
+    if (connected.empty() || std::stoll("0" + connected) >= wanted) return;
+    logger.warn("redis {} has {} replica(s) connected but lock.replica_acks asks {} to acknowledge every acquisition: "
+                "until enough replicas connect, no lock can be taken; connect replicas or lower lock.replica_acks",
+                master.endpoint(), connected, wanted);
+  });
 }
 
 }  // namespace dlock::detail

@@ -199,13 +199,19 @@ Result ClusterExecutor::routed(const CommandRoute& route, Clock::time_point dead
     }
     const RedisReply& reply = head(*result, head_at);
     if (const auto redirect = detail::redirect_of(reply, node->address.host)) {
-      if (++redirects > kMaxRedirects) {
+      // MOVEDs are counted: each says the map changed. An ASK says only that
+      // the slot is migrating; the importing node may then answer TRYAGAIN,
+      // and that cycle lasts as long as the migration: the deadline bounds it.
+      const bool moved = redirect->kind == detail::Redirect::Kind::moved;
+      if (moved ? ++redirects > kMaxRedirects : Clock::now() >= deadline) {
         throw ConnectionError("redis " + endpoint() + ": " + slot_text(route) + " was redirected " +
-                              std::to_string(kMaxRedirects) + " times (last: " + reply.str +
+                              (moved ? std::to_string(kMaxRedirects) + " times"
+                                     : "with ASK for the whole command timeout") +
+                              " (last: " + reply.str +
                               "); the cluster's slot map keeps changing: try again once resharding settles");
       }
       Node& to = topology_->node_at(redirect->to);
-      if (redirect->kind == detail::Redirect::Kind::moved) {
+      if (moved) {
         topology_->moved(redirect->slot, to);
         topology_->refresh(seen, deadline, nullptr);  // a failover or resharding moves more than this slot
       } else {
@@ -224,9 +230,8 @@ Result ClusterExecutor::routed(const CommandRoute& route, Clock::time_point dead
     }
     if (const std::string_view state = cluster_state(reply); !state.empty()) {
       if (pause_before_retry(seen, state == "CLUSTERDOWN", nullptr)) continue;
-      throw ConnectionError("redis " + endpoint() + ": " + slot_text(route) + " answered " + reply.str +
-                            " for the whole command timeout (" + std::to_string(config_.command_timeout.count()) +
-                            " ms); the cluster is resharding or failing over: try again later");
+      // Nothing ran, and the reply says so: the caller waits the state out
+      // as long as it may (a lock() its wait, a release the lock's validity).
     }
     return std::move(*result);
   }

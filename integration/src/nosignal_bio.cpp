@@ -11,7 +11,19 @@ const SocketIo& io_of(BIO* bio) { return *static_cast<const SocketIo*>(BIO_get_d
 
 bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
 
+// Past the caller's deadline: no more bytes, and "retry" (see SocketIo).
+bool past_deadline(BIO* bio) {
+  if (std::chrono::steady_clock::now() < io_of(bio).deadline) return false;
+  errno = EAGAIN;
+  return true;
+}
+
 int write_socket(BIO* bio, const char* data, int size) {
+  if (past_deadline(bio)) {
+    BIO_clear_retry_flags(bio);
+    BIO_set_retry_write(bio);
+    return -1;
+  }
   const auto written = ::send(io_of(bio).fd, data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
   BIO_clear_retry_flags(bio);
   if (written < 0 && would_block(errno)) BIO_set_retry_write(bio);
@@ -19,6 +31,11 @@ int write_socket(BIO* bio, const char* data, int size) {
 }
 
 int read_socket(BIO* bio, char* buffer, int size) {
+  if (past_deadline(bio)) {
+    BIO_clear_retry_flags(bio);
+    BIO_set_retry_read(bio);
+    return -1;
+  }
   const auto got = ::recv(io_of(bio).fd, buffer, static_cast<std::size_t>(size), io_of(bio).read_flags);
   BIO_clear_retry_flags(bio);
   if (got < 0 && would_block(errno)) BIO_set_retry_read(bio);

@@ -79,6 +79,7 @@ void Transport::start_tls(std::shared_ptr<SSL_CTX> context, const std::string& h
   }
 
   limit_waits(std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+  io_.deadline = deadline;
   for (;;) {
     ERR_clear_error();
     errno = 0;
@@ -91,6 +92,7 @@ void Transport::start_tls(std::shared_ptr<SSL_CTX> context, const std::string& h
 }
 
 void Transport::write_all(std::string_view data, Deadline deadline) {
+  io_.deadline = deadline;
   while (!data.empty()) {
     const std::size_t written = write_once(data.data(), data.size());
     if (written > 0) {
@@ -102,13 +104,19 @@ void Transport::write_all(std::string_view data, Deadline deadline) {
 }
 
 std::size_t Transport::read_some(char* buffer, std::size_t size, Deadline deadline) {
+  io_.deadline = deadline;
   for (;;) {
-    if (const std::size_t got = read_once(buffer, size, true); got > 0) return got;
+    // Before each wait, not only after an empty one: a reply trickling in a
+    // byte at a time must not start a fresh wait with every byte.
     check(deadline);
+    if (const std::size_t got = read_once(buffer, size, true); got > 0) return got;
   }
 }
 
-std::size_t Transport::read_now(char* buffer, std::size_t size) { return read_once(buffer, size, false); }
+std::size_t Transport::read_now(char* buffer, std::size_t size) {
+  io_.deadline = Deadline::max();
+  return read_once(buffer, size, false);
+}
 
 namespace {
 

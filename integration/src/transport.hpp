@@ -66,10 +66,11 @@ class Transport {
   // TransportError (tls_* kinds, or timed_out).
   void start_tls(std::shared_ptr<SSL_CTX> context, const std::string& host, const TlsConfig& tls, Deadline deadline);
 
-  // Writes all of `data`, waiting for room until the deadline.
+  // Writes all of `data`, waiting for room until the deadline (or the end of
+  // the wait the deadline falls in).
   void write_all(std::string_view data, Deadline deadline);
   // Waits for bytes and returns how many were read (> 0); gives up (timed_out)
-  // when a wait ends with none after the deadline.
+  // once the deadline has passed, bytes trickling in or not.
   std::size_t read_some(char* buffer, std::size_t size, Deadline deadline);
   // Reads what has arrived without waiting; 0 when nothing has (with TLS,
   // also when only TLS housekeeping such as a session ticket arrived).

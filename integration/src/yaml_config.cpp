@@ -311,6 +311,10 @@ const Settings& lock_settings() {
          if (prefix.size() > 256) {
            v.fail("is " + std::to_string(prefix.size()) + " bytes long; use at most 256 bytes");
          }
+         if (prefix.find_first_of("{}") != std::string::npos) {
+           v.fail("holds a brace; each lock key is put in braces after the prefix (a Redis Cluster hash tag), "
+                  "and a brace in the prefix would take their place: use a prefix without '{' or '}'");
+         }
          c.lock.key_prefix = std::move(prefix);
        }},
       {"watchdog_timeout_ms",

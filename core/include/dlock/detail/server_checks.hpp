@@ -1,7 +1,7 @@
 #pragma once
 // Settings of the server that would break a promise quietly, checked once at
-// start-up and reported at warn level. A user who may not run INFO (ACL) or a
-// failed read only leaves a debug line.
+// start-up on every master (each of a cluster's) and reported at warn level.
+// A user who may not run INFO (ACL) or a failed read only leaves a debug line.
 
 #include <spdlog/logger.h>
 
