@@ -8,6 +8,7 @@
 #include <iostream>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "deployment_yaml.hpp"
@@ -70,6 +71,18 @@ long long ms_until_usable(dlock::RedisLockService& service, const std::string& k
     std::this_thread::sleep_for(50ms);
   }
   return -1;
+}
+
+// What Sentinel `sentinel` names as the master, "host port".
+std::string named_by(const SentinelTopology& deployment, std::size_t sentinel) {
+  return deployment.ask_sentinel(sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"});
+}
+
+dlock::test::RedisServer& server_at(SentinelTopology& deployment, int port) {
+  for (const auto& server : deployment.servers()) {
+    if (server->port() == port) return *server;
+  }
+  throw std::runtime_error("no server at port " + std::to_string(port));
 }
 
 }  // namespace
@@ -295,4 +308,116 @@ TEST_CASE("over TLS everywhere, the Sentinels are asked and a crashed master's f
   kept.unlock();
   REQUIRE(waiting.wait_for(20s) == std::future_status::ready);
   CHECK(waiting.get());
+}
+
+// A Sentinel behind the others (here one restarted from its config file after
+// a graceful failover) names the old master, which still answers ROLE as a
+// master and takes writes for seconds: neither a service starting then nor a
+// running one asking again after a timeout may use it.
+TEST_CASE("review: a service started while the first Sentinel has not yet seen a failover uses the new master",
+          "[sentinel][review]") {
+  SentinelTopology deployment;
+  const dlock::Config config = deployment.config();
+  const dlock::NodeAddress old_master = deployment.master_address();
+  const std::string old_text = "127.0.0.1 " + std::to_string(old_master.port);
+
+  // Sentinel 0 is down while Sentinel 1 runs a graceful failover.
+  deployment.sentinels()[0]->kill();
+  REQUIRE(dlock::test::eventually(
+      [&] { return deployment.ask_sentinel(1, {"SENTINEL", "FAILOVER", "mymaster"}) == "OK"; }, 20s));
+  std::string new_text;
+  REQUIRE(dlock::test::eventually(
+      [&] {
+        new_text = named_by(deployment, 1);
+        return new_text != old_text && named_by(deployment, 2) == new_text;
+      },
+      20s));
+  const int new_port = std::stoi(new_text.substr(new_text.find(' ') + 1));
+  dlock::test::RedisServer& promoted = server_at(deployment, new_port);
+  dlock::test::RedisServer& demoted = server_at(deployment, old_master.port);
+  REQUIRE(dlock::test::eventually([&] { return promoted.run({"ROLE"}).starts_with("master"); }, 10s));
+
+  // A service started now finds the new master (Sentinel 0 is unreachable): it takes a lock there.
+  auto first = dlock::make_lock_service(config);
+  auto held = first->lock("ledger", {.wait = 5s});
+  REQUIRE(held);
+  REQUIRE(promoted.run({"EXISTS", "dlock:{ledger}"}) == "1");
+
+  // Sentinel 0 comes back from its config file (a restart, a reboot): for a
+  // moment it still names the old master, which still answers ROLE master.
+  deployment.sentinels()[0]->start();
+  const std::string sentinel0_says = named_by(deployment, 0);
+  const std::string demoted_role = demoted.run({"ROLE"});
+  std::cout << "review stale_sentinel: sentinel 0 names " << sentinel0_says << " (old " << old_text << ", new "
+            << new_text << "); the old master answers ROLE: " << demoted_role.substr(0, 6) << "\n";
+
+  // Another process starts now, with the same configuration.
+  auto second = dlock::make_lock_service(config);
+  auto taken = second->try_lock("ledger");
+  std::cout << "review stale_sentinel: the second service took 'ledger': " << static_cast<bool>(taken)
+            << " (on the old master: " << demoted.run({"EXISTS", "dlock:{ledger}"})
+            << ", on the new one the first holder's still: " << promoted.run({"HLEN", "dlock:{ledger}"}) << ")\n";
+  CHECK_FALSE((taken && held));
+  if (taken) taken.detach();
+}
+
+TEST_CASE("review: a running service that asks the Sentinels again after a timeout stays on the new master",
+          "[sentinel][review]") {
+  SentinelTopology deployment;
+  dlock::Config config = deployment.config();
+  config.redis.command_timeout = 300ms;
+  config.lock.watchdog_timeout = 3000ms;
+  const dlock::NodeAddress old_master = deployment.master_address();
+  const std::string old_text = "127.0.0.1 " + std::to_string(old_master.port);
+
+  deployment.sentinels()[0]->kill();
+  REQUIRE(dlock::test::eventually(
+      [&] { return deployment.ask_sentinel(1, {"SENTINEL", "FAILOVER", "mymaster"}) == "OK"; }, 20s));
+  std::string new_text;
+  REQUIRE(dlock::test::eventually(
+      [&] {
+        new_text = named_by(deployment, 1);
+        return new_text != old_text && named_by(deployment, 2) == new_text;
+      },
+      20s));
+  dlock::test::RedisServer& promoted = server_at(deployment, std::stoi(new_text.substr(new_text.find(' ') + 1)));
+  dlock::test::RedisServer& demoted = server_at(deployment, old_master.port);
+  REQUIRE(dlock::test::eventually([&] { return promoted.run({"ROLE"}).starts_with("master"); }, 10s));
+
+  // Two services on the new master; one holds a lock there.
+  auto mover = dlock::make_lock_service(config);
+  auto other = dlock::make_lock_service(config);
+  auto held = mover->lock("ledger", {.wait = 5s});
+  REQUIRE(held);
+  REQUIRE(promoted.run({"EXISTS", "dlock:{ledger}"}) == "1");
+
+  // Sentinel 0 comes back from its config file, and a moment later the new
+  // master stalls for less than down-after-milliseconds: one call of `mover`
+  // times out, so its Sentinels are asked again (Sentinel 0 first).
+  deployment.sentinels()[0]->start();
+  promoted.freeze();
+  try {
+    (void)mover->try_lock("probe");
+  } catch (const dlock::ConnectionError&) {
+  }
+  std::this_thread::sleep_for(100ms);
+  promoted.thaw();
+  std::this_thread::sleep_for(600ms);  // the tracker's look (after 200 ms) is done
+
+  // Where does `mover` send its calls now?
+  auto a = mover->try_lock("stock:sku-1");
+  auto b = other->try_lock("stock:sku-1");
+  std::cout << "review stale_sentinel (running): mover took stock:sku-1: " << static_cast<bool>(a)
+            << " (on the old master: " << demoted.run({"EXISTS", "dlock:{stock:sku-1}"})
+            << "); other took it too: " << static_cast<bool>(b)
+            << " (on the new master: " << promoted.run({"EXISTS", "dlock:{stock:sku-1}"}) << ")\n";
+  CHECK_FALSE((a && b));
+  // The lock still held on the new master is reported lost to its holder.
+  const bool falsely_lost = dlock::test::eventually([&] { return held.lost(); }, 3000ms);
+  std::cout << "review stale_sentinel (running): 'ledger' reported lost: " << falsely_lost
+            << " while the new master still has it: " << promoted.run({"HLEN", "dlock:{ledger}"}) << "\n";
+  CHECK_FALSE(falsely_lost);
+  if (a) a.detach();
+  if (b) b.detach();
+  held.detach();
 }

@@ -39,6 +39,12 @@ void log_info(const std::string& text) {
   if (auto logger = spdlog::get("dlock")) logger->info("{}", text);
 }
 
+// "+switch-master" reads "<name> <old-ip> <old-port> <new-ip> <new-port>"; a
+// Sentinel watching several masters announces each one's switches.
+bool is_switch_of(const std::string& notice, const std::string& master_name) {
+  return notice.starts_with(master_name + " ");
+}
+
 }  // namespace
 
 MasterTracker::MasterTracker(RedisConfig config) : config_(std::move(config)), generation_(fork_generation()) {
@@ -71,10 +77,10 @@ NodeAddress MasterTracker::next() {
   if (auto known = known_master()) return *known;
   std::lock_guard looking(looking_);
   if (auto known = known_master()) return *known;  // found meanwhile by another thread
-  const NodeAddress found = discover_master(config_);
+  const FoundMaster found = discover_master(config_);
   last_look_ = Clock::now();
   move_to(found);
-  return found;
+  return found.address;
 }
 
 std::optional<NodeAddress> MasterTracker::known_master() const {
@@ -82,20 +88,45 @@ std::optional<NodeAddress> MasterTracker::known_master() const {
   return master_;
 }
 
-bool MasterTracker::move_to(const NodeAddress& found) {
+bool MasterTracker::move_to(const FoundMaster& found) {
   std::optional<NodeAddress> before;
+  std::uint64_t known_epoch = 0;
   {
     std::lock_guard lock(mutex_);
-    if (master_ == found) return false;
     before = master_;
+    known_epoch = config_epoch_;
+  }
+  if (before && found.config_epoch < known_epoch && found.address != *before) {
+    // Only Sentinels behind the one that named our master answered: they name
+    // a master it has replaced, which may still take writes until it is
+    // demoted. Unless ours is no master any more: then the epochs went back
+    // (Sentinels set up anew count from 0) and the older name is the only one.
+    const std::string why_not = why_not_master(config_, *before);
+    if (why_not.empty()) {
+      if (auto logger = spdlog::get("dlock")) {
+        logger->debug("sentinel: staying on {} (config-epoch {}): the Sentinels that answered name {} under the older "
+                      "config-epoch {}; check that the others in redis.sentinel.nodes are reachable",
+                      to_string(*before), known_epoch, to_string(found.address), found.config_epoch);
+      }
+      return false;
+    }
+    log_info("sentinel: the Sentinels name " + to_string(found.address) + " under config-epoch " +
+             std::to_string(found.config_epoch) + ", older than the " + std::to_string(known_epoch) + " of " +
+             to_string(*before) + ", which is no master now (" + why_not + "): following them");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    config_epoch_ = found.config_epoch;
+    if (master_ == found.address) return false;
     // The address first, then the epoch: a connection reads the epoch before
     // the address, so one made meanwhile is at worst dropped once too often.
-    master_ = found;
+    master_ = found.address;
     if (before) epoch_.fetch_add(1);
   }
   if (before) {
-    log_info("sentinel: master '" + config_.sentinel.master_name + "' is now at " + to_string(found) + " (was " +
-             to_string(*before) + "); connections move there");
+    log_info("sentinel: master '" + config_.sentinel.master_name + "' is now at " + to_string(found.address) +
+             " (config-epoch " + std::to_string(found.config_epoch) + "; was " + to_string(*before) +
+             "); connections move there");
   }
   return before.has_value();
 }
@@ -106,7 +137,7 @@ bool MasterTracker::look_again(std::uint64_t seen_epoch) {
   if (epoch_.load() != seen_epoch) return true;
   if (Clock::now() < last_look_ + kMinLookInterval) return false;
   try {
-    const NodeAddress found = discover_master(config_);
+    const FoundMaster found = discover_master(config_);
     last_look_ = Clock::now();
     move_to(found);
   } catch (const ConnectionError& e) {
@@ -131,9 +162,13 @@ void MasterTracker::start_following() {
   sentinels_ = std::make_unique<Subscriber>(std::move(dial));
   // Not waited for: start-up is not held up by a slow Sentinel. The callback
   // also runs, empty, after each reconnect, when a switch may have been missed.
+  // The notice's new address is not taken as it is: it carries no
+  // config-epoch to rank it by. The look that follows asks every Sentinel,
+  // the announcing one among them, and gets the address with its epoch.
   switch_notices_ = std::make_unique<Subscription>(sentinels_->subscribe(
       "+switch-master",
-      [this](const std::string&) {
+      [this](const std::string& notice) {
+        if (!notice.empty() && !is_switch_of(notice, config_.sentinel.master_name)) return;
         {
           std::lock_guard lock(follow_mutex_);
           notified_ = true;

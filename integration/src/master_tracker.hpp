@@ -5,11 +5,19 @@
 // another address. The pool, the watchdog's connection and the subscriber
 // therefore all follow a failover by reconnecting, without a restart.
 //
-// The master is looked for again when a Sentinel announces +switch-master (a
-// thread listens on one Sentinel, moving to the next when that one fails,
-// and looks again after each reconnect, since a notice may have been missed)
-// and when a caller found the master gone or demoted (suspect, look_again).
+// The master is looked for again when a Sentinel announces +switch-master for
+// our master name (a thread listens on one Sentinel, moving to the next when
+// that one fails, and looks again after each reconnect, since a notice may
+// have been missed) and when a caller found the master gone or demoted
+// (suspect, look_again). Each look asks every Sentinel (discover_master).
+//
+// The tracker remembers the config-epoch under which its master was named
+// and never moves to an address named under a lower one: a Sentinel behind
+// the others (restarted from its config file) names a demoted master that
+// may still answer ROLE as a master, and following it would send every
+// connection there and tell holders of locks on the real master they lost them.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -20,6 +28,7 @@
 
 #include "dlock/config.hpp"
 #include "dlock/redis_executor.hpp"
+#include "master_discovery.hpp"
 
 namespace dlock::detail {
 
@@ -53,8 +62,9 @@ class MasterTracker final : public EndpointSource {
   void suspect();
 
  private:
-  // Records `found` as the master; returns whether it differs from the one before.
-  bool move_to(const NodeAddress& found);
+  // Records `found` as the master unless it is named under a lower
+  // config-epoch than the one known; returns whether the master moved.
+  bool move_to(const FoundMaster& found);
   void follow();  // the following thread's loop
   bool forked() const;
 
@@ -63,6 +73,7 @@ class MasterTracker final : public EndpointSource {
 
   mutable std::mutex mutex_;
   std::optional<NodeAddress> master_;  // guarded by mutex_
+  std::uint64_t config_epoch_ = 0;     // guarded by mutex_: the one master_ was named under
   std::atomic<std::uint64_t> epoch_{0};  // written under mutex_, after master_
 
   std::mutex looking_;  // one look at a time; held while asking the Sentinels
