@@ -14,15 +14,6 @@ TEST_CASE("an empty key is rejected", "[arguments]") {
   CHECK(redis.run({"DBSIZE"}) == "1");  // the service's own registry entry, nothing else
 }
 
-TEST_CASE("a key beginning with '}' is rejected in every mode: it would empty the cluster hash tag", "[arguments]") {
-  dlock::test::RedisServer redis;
-  auto service = dlock::test::make_service(redis);
-  CHECK_THROWS_AS(service->lock("}x"), dlock::InvalidArgument);
-  CHECK_THROWS_WITH(service->try_lock("}x"), Catch::Contains("begins with '}'"));
-  CHECK(redis.run({"DBSIZE"}) == "1");  // the service's own registry entry, nothing else
-  CHECK(service->try_lock("x}"));       // elsewhere a brace is just a character
-}
-
 TEST_CASE("a key longer than lock.max_key_bytes is rejected", "[arguments]") {
   dlock::test::RedisServer redis;
   auto service = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.max_key_bytes = 16; });

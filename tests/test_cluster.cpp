@@ -378,6 +378,7 @@ TEST_CASE("review: a key or prefix that would break a lock's hash tag is refused
   // "P{}x}" has an empty hash tag: the cluster would hash each of the lock's names whole, into different slots.
   auto service = cluster_service();
   CHECK_THROWS_WITH(service->try_lock("}weird"), Contains("lock '}weird': key begins with '}'"));
+  CHECK(cluster().node(cluster().master_port(slot_of("}weird"))).run({"EXISTS", "dlock:{}weird}"}) == "0");
   CHECK_NOTHROW(service->try_lock("we}ird"));  // the tag is "we": every name of the lock still shares it
   dlock::Config config = cluster().config();
   config.lock.key_prefix = "app{}:";

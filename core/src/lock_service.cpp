@@ -43,6 +43,14 @@ bool is_integer(const RedisReply& reply, long long value) {
   return reply.type == RedisReply::Type::Integer && reply.integer == value;
 }
 
+// Whether a renew script's reply (a re-entry, an inner release) says the hold is still this acquisition's.
+bool is_hold_kept(const RedisReply& reply) { return reply.type == RedisReply::Type::Integer && reply.integer == 1; }
+
+// With lock.replica_acks, a reply standing for writes too few replicas acknowledged.
+bool is_unacknowledged(const RedisReply& reply) {
+  return reply.is_error() && reply.str.starts_with(kNotAcknowledgedError);
+}
+
 // Whether an acquire script's reply is a grant: its token, an integer > 0 or text.
 bool is_grant(const RedisReply& reply) {
   return reply.type == RedisReply::Type::String || (reply.type == RedisReply::Type::Integer && reply.integer > 0);
@@ -165,9 +173,15 @@ void ServiceCore::validate(std::string_view key, const LockOptions& options) con
                           "); use a shorter key or raise lock.max_key_bytes");
   }
   if (key.front() == '}') {
-    // "P{}x}" has an empty hash tag: a cluster would hash each of the lock's names whole, into different slots.
-    throw InvalidArgument(lock_label(key) + ": key begins with '}', which would leave the Redis Cluster hash tag "
-                          "around it ({K}) empty; begin the key with another character");
+    // "P{}x}" has an empty hash tag: a cluster hashes each of the lock's names
+    // whole, into different slots, and refuses every script naming them.
+    // One server has no slots: there the key is as good as any.
+    const LockNames names = names_for(key);
+    if (redis_->script_group(names.lock()) != redis_->script_group(names.queue())) {
+      throw InvalidArgument(lock_label(key) + ": key begins with '}', which leaves the Redis Cluster hash tag around "
+                            "it ({K}) empty, so the lock's names would fall in different slots; begin the key with "
+                            "another character");
+    }
   }
   if (options.wait && *options.wait < Millis(0)) {
     throw InvalidArgument(lock_label(key) + ": wait of " + std::to_string(options.wait->count()) +
@@ -187,19 +201,21 @@ void ServiceCore::throw_if_transient(std::string_view key, const RedisReply& rep
                         "longer (LockOptions::wait or lock.wait_ms) if it lasts");
 }
 
-RedisReply ServiceCore::run_release(const HeldLock& lock, const Script& script, std::span<const std::string_view> keys,
-                                    std::span<const std::string_view> args) {
+RedisReply ServiceCore::retry_release(const HeldLock& lock, RedisReply reply, const Script& script,
+                                      std::span<const std::string_view> keys, std::span<const std::string_view> args,
+                                      ScriptRunner::ReplyTest acknowledged_if) {
   // Not retried, the lock would stay held for the rest of its lease (nobody
   // renews it once its release began), and every waiter with it: a slot
   // migration refuses each script naming a lock's absent line keys (TRYAGAIN)
   // for as long as it lasts.
   Millis pause{10};
-  for (;;) {
-    RedisReply reply = scripts_.run(script, keys, args);
-    if (transient_state(reply).empty() || Clock::now() + pause >= lock.valid_until_time()) return reply;
+  while (!transient_state(reply).empty() && Clock::now() + pause < lock.valid_until_time()) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, kOutageRetry);
+    reply = acknowledged_if ? scripts_.run_acknowledged(script, keys, args, acknowledged_if)
+                            : scripts_.run(script, keys, args);
   }
+  return reply;
 }
 
 void ServiceCore::throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
@@ -253,11 +269,13 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
   const std::array<std::string_view, 1> keys{lock->lock_name};
   const std::array<std::string_view, 3> args{lock->owner, lease_arg, count_arg};
   Clock::time_point sent;
+  bool acknowledged = false;  // with lock.replica_acks, whether enough replicas have the lease it extended
   for (;;) {
     sent = Clock::now();
     RedisReply reply;
     try {
-      reply = scripts_.run(kRenewScript, keys, args);
+      // With lock.replica_acks a WAIT follows: the lease it extends counts only once acknowledged.
+      reply = scripts_.run_acknowledged(kRenewScript, keys, args, &is_hold_kept);
       throw_if_transient(lock->key, reply, "re-enter");
     } catch (const ConnectionError&) {
       // The count is set, not added to: a try repeated after a lost reply counts once.
@@ -266,7 +284,10 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
       std::this_thread::sleep_for(std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now)));
       continue;
     }
-    if (is_integer(reply, 1)) break;
+    if (is_hold_kept(reply) || is_unacknowledged(reply)) {  // re-entered, acknowledged or not
+      acknowledged = is_hold_kept(reply);
+      break;
+    }
     if (is_integer(reply, 0)) {
       io.unlock();
       handle_lost(lock, "a re-entry found it no longer this owner's (its lease ran out, or it was deleted)");
@@ -286,8 +307,8 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
     } else if (!lock->renewed.load()) {
       lock->lease_ms = std::max<std::int64_t>(lock->lease_ms.load(), lease.count());
     }
-    // With lock.replica_acks only an acknowledged write counts: this one sent no WAIT.
-    if (!scripts_.acknowledges()) lock->extend_validity(sent, lease);
+    // With lock.replica_acks only an acknowledged write extends the validity.
+    if (acknowledged) lock->extend_validity(sent, lease);
     hold = std::make_shared<Hold>(lock);
     lock->stack.push_back(hold);
   }
@@ -548,7 +569,8 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
   const Clock::time_point sent = Clock::now();
   RedisReply reply;
   try {
-    reply = run_release(*lock, kRenewScript, keys, args);
+    reply = retry_release(*lock, scripts_.run_acknowledged(kRenewScript, keys, args, &is_hold_kept), kRenewScript, keys,
+                          args, &is_hold_kept);
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
@@ -561,10 +583,12 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
                         " was no longer this owner's at an inner release (its lease ran out or it was taken over); "
                         "the critical section may have overlapped another holder");
   }
-  if (!is_integer(reply, 1)) throw_reply_error(lock->key, names_for(lock->key), reply, "release");
+  if (!is_hold_kept(reply) && !is_unacknowledged(reply)) {
+    throw_reply_error(lock->key, names_for(lock->key), reply, "release");
+  }
   stats_.released.fetch_add(1, std::memory_order_relaxed);
-  // As for a re-entry: unacknowledged, it extends nothing the holder may count on.
-  if (!scripts_.acknowledges()) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+  // As for a re-entry: with lock.replica_acks only an acknowledged lease extends the validity.
+  if (is_hold_kept(reply)) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
 }
 
 void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
@@ -582,7 +606,13 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   RedisReply reply;
   try {
     // Without an offer, the script's plain form: two arguments.
-    reply = run_release(*lock, kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(2));
+    reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(2));
+    if (!transient_state(reply).empty()) {
+      // Nothing ran. The offered waiter must not sit out the retries (its
+      // wait bounds it by one command, see Ticket::wait): it tries by itself.
+      offer.decline();
+      reply = retry_release(*lock, std::move(reply), kReleaseScript, names.script_keys(), std::span(args).first(2));
+    }
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -219,7 +220,13 @@ void Watchdog::stop() {
 }
 
 void Watchdog::watch(const std::shared_ptr<HeldLock>& lock, Clock::time_point granted) {
-  const Clock::time_point due = lock->renewed.load() ? granted + renewal_period(*lock) : verdict_time(*lock);
+  // A lock handed to the watchdog by a re-entry may have less validity left
+  // than a period (a fixed lease, not extended by an unacknowledged re-entry
+  // under lock.replica_acks): its first renewal must come before it ends.
+  const Clock::time_point due =
+      lock->renewed.load()
+          ? std::min(granted + renewal_period(*lock), verdict_time(*lock) - renewal_period(*lock))
+          : verdict_time(*lock);
   bool earliest = false;
   {
     std::lock_guard guard(state_->mutex);
@@ -338,6 +345,13 @@ void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
     }
     std::vector<std::shared_ptr<HeldLock>> batch = std::move(state->batches.front());
     state->batches.pop_front();
+    // Rounds that fell due while the last one was on the wire go out as one:
+    // a round trip each (and with lock.replica_acks a WAIT each, a
+    // replication round trip) would fall further behind with every round.
+    for (; !state->batches.empty(); state->batches.pop_front()) {
+      auto& more = state->batches.front();
+      batch.insert(batch.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
     // The I/O gives up before the first verdict among these locks: a reply
     // after it could not save that one, and the others are tried again.
     Clock::time_point deadline = Clock::time_point::max();

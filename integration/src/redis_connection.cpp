@@ -169,7 +169,8 @@ RedisReply RedisConnection::send(std::span<const Part> argv) {
       [&] { return "running " + std::string(argv.front()); });
 }
 
-std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands) {
+std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands,
+                                                  Clock::time_point give_up_at) {
   std::vector<RedisReply> replies;
   if (commands.empty()) return replies;
   // Checked before anything is sent: a command refused after others were
@@ -182,12 +183,12 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
   }
   return guarded(
       [&] {
-        const auto deadline = command_deadline();
         formatted_.clear();
         for (const auto& argv : commands) append_resp_command(formatted_, std::span<const std::string>(argv));
-        transport_->write_all(formatted_, deadline);
+        transport_->write_all(formatted_, std::min(command_deadline(), give_up_at));
         replies.reserve(commands.size());
         for (std::size_t i = 0; i < commands.size(); ++i) {
+          const auto deadline = std::min(command_deadline(), give_up_at);
           const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(next_reply(deadline)),
                                                                   freeReplyObject);
           replies.push_back(to_reply(owned.get()));

@@ -97,8 +97,9 @@ class ScriptRunner {
 
   // One round trip for many calls of the same script (the watchdog's
   // renewals), on the executor's urgent path, given up at `deadline`. With
-  // lock.replica_acks set, each call is followed by a WAIT, and a call too
-  // few replicas acknowledged answers as run_acknowledged says.
+  // lock.replica_acks set, a WAIT follows the last call of each script group
+  // (group_of), and a call too few replicas acknowledged answers as
+  // run_acknowledged says.
   std::vector<RedisReply> run_pipelined(const Script& script,
                                         const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
                                         std::chrono::steady_clock::time_point deadline);
@@ -110,10 +111,12 @@ class ScriptRunner {
   static RedisCommand evalsha(std::string_view sha, const std::vector<std::string>& keys,
                               const std::vector<std::string>& args);
   static bool is_noscript(const RedisReply& reply);
-  // The commands of `calls`, each followed by a WAIT when acknowledgement is asked for.
-  std::vector<RedisCommand> with_waits(std::vector<RedisCommand> calls) const;
-  // The replies of with_waits' commands, one per call, each WAIT folded into its call's reply.
-  std::vector<RedisReply> fold_waits(std::vector<RedisReply> replies, ReplyTest must_reach_replicas = nullptr) const;
+  // The commands of `calls` (groups[i]: call i's script group), with a WAIT
+  // after each group's last call when acknowledgement is asked for.
+  std::vector<RedisCommand> with_waits(std::vector<RedisCommand> calls, const std::vector<std::uint32_t>& groups) const;
+  // The replies of with_waits' commands, one per call, each judged by its group's WAIT.
+  std::vector<RedisReply> fold_waits(std::vector<RedisReply> replies, const std::vector<std::uint32_t>& groups,
+                                     ReplyTest must_reach_replicas = nullptr) const;
 
   RedisExecutor& redis_;
   const ReplicaAcknowledgement acknowledgement_;

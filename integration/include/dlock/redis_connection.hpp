@@ -41,11 +41,16 @@ class RedisConnection {
   // Throws ConnectionError on a transport failure, after which broken() is true.
   RedisReply command(const RedisCommand& argv);
   RedisReply command(std::span<const std::string_view> argv);
-  std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands);
+  // Each reply has the command timeout of its own, counted from the one
+  // before it: replies that come steadily (WAITs one after another) may take
+  // longer in all. `give_up_at` bounds the whole call.
+  std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands,
+                                   std::chrono::steady_clock::time_point give_up_at =
+                                       std::chrono::steady_clock::time_point::max());
 
-  // Changes the command timeout for the calls that follow: a call gives up
-  // once it has passed (a reply that takes several reads may overrun it by
-  // at most one more wait of that length, as with hiredis).
+  // Changes the command timeout for the calls that follow: a call (a reply
+  // of a pipeline) gives up once it has passed, however its bytes trickle in
+  // (or at the end of the one wait it falls in, of at most that length).
   void set_command_timeout(Millis timeout);
 
   // For the subscriber, whose thread waits on fd() together with its wake-up

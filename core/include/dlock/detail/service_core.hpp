@@ -98,11 +98,13 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // Throws ConnectionError, naming the state, if Redis answered "not now" (LOADING, BUSY, ...):
   // callers wait that out as they wait out an outage.
   void throw_if_transient(std::string_view key, const RedisReply& reply, std::string_view during) const;
-  // Runs a release of `lock`, and runs it again while Redis answers with a
-  // passing state (a slot migrating, a long script: nothing ran) and the
-  // hold's validity lasts; the last reply is returned either way.
-  RedisReply run_release(const HeldLock& lock, const Script& script, std::span<const std::string_view> keys,
-                         std::span<const std::string_view> args);
+  // Given the reply of a release of `lock`, runs it again while Redis answers
+  // with a passing state (a slot migrating, a long script: nothing ran) and
+  // the hold's validity lasts; returns the last reply either way. With
+  // `acknowledged_if`, each run is followed by a WAIT (run_acknowledged).
+  RedisReply retry_release(const HeldLock& lock, RedisReply reply, const Script& script,
+                           std::span<const std::string_view> keys, std::span<const std::string_view> args,
+                           ScriptRunner::ReplyTest acknowledged_if = nullptr);
 
   const std::shared_ptr<RedisExecutor> redis_;
   const LockConfig config_;
