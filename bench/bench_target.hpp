@@ -48,6 +48,7 @@ bool run_contention(Report& report, const Target& target, const Floors& floors, 
 bool run_watchdog_scale(Report& report, const Target& target);
 bool run_many_keys(Report& report, const Target& target);
 bool run_peers(Report& report, const Target& target);
+bool run_tls(Report& report, const Target& target);  // starts servers of its own, TLS and plaintext
 
 // The body of a contention worker process (started by run_contention).
 int contention_worker_main(int argc, char** argv);

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       redis_address = argv[++i];
     } else {
       std::cerr << "usage: dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] "
-                   "[--only uncontended|server|contention|watchdog|many-keys|peers]\n"
+                   "[--only uncontended|server|contention|watchdog|many-keys|peers|tls]\n"
                    "       dlock-bench --cycles dlock|ideal|minimal-pair|bare [--seconds S] [--redis HOST:PORT]\n"
                    "       dlock-bench --cycles CLIENT --count N [--threads T] [--redis HOST:PORT]\n";
       return 64;
@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
     if (wanted("watchdog")) ok &= bench::run_watchdog_scale(report, target);
     if (wanted("many-keys")) ok &= bench::run_many_keys(report, target);
     if (wanted("peers")) ok &= bench::run_peers(report, target);
+    if (wanted("tls")) ok &= bench::run_tls(report, target);
   } catch (const std::exception& e) {
     std::cerr << "benchmark failed: " << e.what() << "\n";
     return 1;

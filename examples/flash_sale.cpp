@@ -52,8 +52,7 @@ std::pair<long long, long long> run_buyers(const dlock::Config& config, const Sa
                                            long long buyers, long long threads, bool use_lock) {
   auto service = dlock::make_lock_service(config);
   dlock::set_default_lock_service(service);
-  auto redis = std::make_shared<dlock::HiredisExecutor>(config.redis);
-  redis->connect();
+  auto redis = dlock::make_executor(config.redis);
 
   std::atomic<long long> next{0}, accepted{0}, refused{0};
   std::vector<std::thread> workers;
@@ -94,9 +93,12 @@ int main(int argc, char** argv) {
   return example::run_reporting_errors([&] {
     const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
     {
-      dlock::HiredisExecutor redis(config.redis);
-      redis.connect();
-      if (flags.has("--reset")) redis.command({"DEL", sale.stock_key, sale.sold_key, sale.initial_key});
+      const auto redis_executor = dlock::make_executor(config.redis);
+      dlock::RedisExecutor& redis = *redis_executor;
+      // One DEL per key: in a Redis Cluster the three keys live in different slots.
+      if (flags.has("--reset")) {
+        for (const std::string& key : {sale.stock_key, sale.sold_key, sale.initial_key}) redis.command({"DEL", key});
+      }
       // SET NX: separately started processes join the same sale instead of restocking it.
       redis.command({"SET", sale.stock_key, std::to_string(stock), "NX"});
       redis.command({"SET", sale.initial_key, std::to_string(stock), "NX"});
@@ -126,8 +128,8 @@ int main(int argc, char** argv) {
       children_ok = children_ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     }
 
-    dlock::HiredisExecutor redis(config.redis);
-    redis.connect();
+    const auto redis_executor = dlock::make_executor(config.redis);
+    dlock::RedisExecutor& redis = *redis_executor;
     const long long final_stock = integer_of(redis.command({"GET", sale.stock_key}));
     const long long sold = integer_of(redis.command({"GET", sale.sold_key}));
     const long long initial = integer_of(redis.command({"GET", sale.initial_key}));

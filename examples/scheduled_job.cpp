@@ -39,8 +39,8 @@ long long now_ms() {
 int run_instance(const dlock::Config& config, const std::string& job, long long first_round, long long rounds,
                  long long period_ms) {
   auto service = dlock::make_lock_service(config);
-  dlock::HiredisExecutor redis(config.redis);
-  redis.connect();
+  const auto redis_executor = dlock::make_executor(config.redis);
+  dlock::RedisExecutor& redis = *redis_executor;
   DISTRIBUTED_LOCK_SERVICE(service);  // a free function: say which service the forms below use
   // The lease ends a little before the next round starts, so that round's winner finds the lock free.
   const dlock::Millis lease(period_ms * 8 / 10);
@@ -84,8 +84,8 @@ int main(int argc, char** argv) {
       ::waitpid(child, &status, 0);
       instances_ok = instances_ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     }
-    dlock::HiredisExecutor redis(config.redis);
-    redis.connect();
+    const auto redis_executor = dlock::make_executor(config.redis);
+    dlock::RedisExecutor& redis = *redis_executor;
     long long ran_once = 0, duplicates = 0, missed = 0;
     for (long long round = first_round; round < first_round + rounds; ++round) {
       auto reply = redis.command({"GET", dlock::lock_key("runs:{}:{}", job, round)});

@@ -1,9 +1,44 @@
 #!/usr/bin/env bash
 # The README's demo command: set up, build, start a throwaway redis-server on
 # loopback, run both examples against it, stop the server.
+#   scripts/demo.sh        the examples over plaintext
+#   scripts/demo.sh tls    flash_sale over TLS, against a TLS-only server with test certificates
+#   scripts/demo.sh sentinel   Sentinel mode: a master, a replica, 3 Sentinels, a failover (scripts/demo_sentinel.sh)
+#   scripts/demo.sh cluster    the examples against a throwaway 3-master Redis Cluster
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+mode="${1:-}"
+case "$mode" in
+  ""|tls|sentinel|cluster) ;;
+  *) echo "usage: $0 [tls|sentinel|cluster]" >&2; exit 64 ;;
+esac
 source scripts/setup.sh
+if [ "$mode" = sentinel ]; then exec scripts/demo_sentinel.sh; fi
+if [ "$mode" = tls ]; then
+  DLOCK_THROWAWAY_TLS=1 source scripts/throwaway_redis.sh
+  tls_config="$redis_dir/dlock-tls.yaml"
+  cat >"$tls_config" <<YAML
+redis:
+  url: rediss://127.0.0.1:$DLOCK_REDIS_PORT
+  tls:
+    ca_file: $DLOCK_THROWAWAY_CERTS/ca.pem
+YAML
+  echo
+  echo "== flash_sale over TLS: 2 processes x 8 threads, with the lock ($tls_config) =="
+  build/examples/flash_sale --config "$tls_config" --sku SKU-TLS --stock 100 --buyers 300 --threads 8 --processes 2 --reset
+  exit 0
+fi
+if [ "$mode" = cluster ]; then
+  # ./scripts/demo.sh cluster: the same examples against a throwaway 3-master Redis Cluster.
+  source scripts/throwaway_cluster.sh
+  echo
+  echo "== flash_sale on the cluster: 3 processes x 8 threads, with the lock =="
+  build/examples/flash_sale --config "$DLOCK_CLUSTER_CONFIG" --sku SKU-1 --stock 100 --buyers 300 --threads 8 --processes 3 --reset
+  echo
+  echo "== nested_reentrant on the cluster =="
+  build/examples/nested_reentrant --config "$DLOCK_CLUSTER_CONFIG"
+  exit 0
+fi
 source scripts/throwaway_redis.sh
 
 echo

@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(g++ cmake make pkg-config libhiredis-dev libspdlog-dev libyaml-cpp-dev catch2 redis-server redis-tools
-          valgrind python3-redis)  # the last two for bench/callgrind.sh and bench/peers/run.sh
+          redis-sentinel          # Sentinel mode's tests and demo
+          valgrind python3-redis  # these two for bench/callgrind.sh and bench/peers/run.sh
+          libssl-dev openssl)     # TLS; the openssl command makes the tests' and demo's certificates
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo)
 "${as_root[@]}" apt-get update

@@ -231,12 +231,81 @@ TEST_CASE("a redis url together with host is refused") {
   CHECK_THAT(message, Contains("use one or the other"));
 }
 
-TEST_CASE("a rediss url is refused because TLS is unsupported") {
+TEST_CASE("a rediss url turns TLS on") {
+  NoOverrides env;
   TempDir dir;
-  const auto file = dir.write("redis:\n  url: rediss://u:secret@cache.local:6380\n");
-  const auto message = error_of(file);
-  CHECK_THAT(message, StartsWith(at(file, 2) + "redis.url: rediss:// (TLS) is not supported"));
-  CHECK_THAT(message, !Contains("secret"));
+  const auto config = dlock::load_config(dir.write("redis:\n  url: rediss://u:secret@cache.local:6380\n"));
+  CHECK(config.redis.tls.enabled);
+  CHECK(config.redis.tls.verify);
+  CHECK(config.redis.host == "cache.local");
+  CHECK(config.redis.port == 6380);
+}
+
+TEST_CASE("the deployment sections are read with their defaults") {
+  NoOverrides env;
+  TempDir dir;
+  const auto defaults = dlock::load_config(dir.write(""));
+  CHECK(defaults.redis.mode == dlock::RedisMode::standalone);
+  CHECK_FALSE(defaults.redis.tls.enabled);
+  CHECK(defaults.redis.sentinel.master_name == "mymaster");
+  CHECK(defaults.lock.replica_acks == 0);
+  CHECK(defaults.lock.replica_ack_timeout == dlock::Millis(100));
+
+  const auto sentinel = dlock::load_config(dir.write(
+      "redis:\n  mode: sentinel\n  password: pw\n  sentinel:\n    master_name: orders\n"
+      "    nodes: [\"127.0.0.1:26379\", \"[::1]:26380\"]\n    password: spw\n"
+      "  tls:\n    enabled: yes\n    ca_file: /etc/ca.pem\n    cert_file: c.pem\n    key_file: k.pem\n"
+      "    server_name: redis.internal\n    verify: true\n"
+      "lock:\n  replica_acks: 1\n  replica_ack_timeout_ms: 250\n"));
+  CHECK(sentinel.redis.mode == dlock::RedisMode::sentinel);
+  CHECK(sentinel.redis.sentinel.master_name == "orders");
+  REQUIRE(sentinel.redis.sentinel.nodes.size() == 2);
+  CHECK(sentinel.redis.sentinel.nodes[0] == dlock::NodeAddress{"127.0.0.1", 26379});
+  CHECK(sentinel.redis.sentinel.nodes[1] == dlock::NodeAddress{"::1", 26380});
+  CHECK(dlock::to_string(sentinel.redis.sentinel.nodes[1]) == "[::1]:26380");
+  CHECK(sentinel.redis.sentinel.password == "spw");
+  CHECK(sentinel.redis.tls.enabled);
+  CHECK(sentinel.redis.tls.ca_file == "/etc/ca.pem");
+  CHECK(sentinel.redis.tls.server_name == "redis.internal");
+  CHECK(sentinel.lock.replica_acks == 1);
+  CHECK(sentinel.lock.replica_ack_timeout == dlock::Millis(250));
+
+  // One value with commas, so that one ${VAR} can carry the whole list.
+  const auto cluster = dlock::load_config(
+      dir.write("redis:\n  mode: cluster\n  cluster:\n    nodes: \"127.0.0.1:7000, 127.0.0.1:7001\"\n"));
+  CHECK(cluster.redis.mode == dlock::RedisMode::cluster);
+  REQUIRE(cluster.redis.cluster.nodes.size() == 2);
+  CHECK(cluster.redis.cluster.nodes[1] == dlock::NodeAddress{"127.0.0.1", 7001});
+}
+
+TEST_CASE("deployment settings that contradict each other are refused with the line and what to do") {
+  NoOverrides env;
+  TempDir dir;
+  const auto no_mode = dir.write("redis:\n  sentinel:\n    nodes: [\"127.0.0.1:26379\"]\n");
+  CHECK_THAT(error_of(no_mode), StartsWith(at(no_mode, 2) + "redis.sentinel: is set but redis.mode is standalone; "
+                                                             "add `mode: sentinel` under redis"));
+  const auto no_nodes = dir.write("redis:\n  mode: cluster\n");
+  CHECK_THAT(error_of(no_nodes), StartsWith(at(no_nodes, 2) + "redis.cluster.nodes: must list at least one"));
+  const auto host_too = dir.write("redis:\n  mode: sentinel\n  host: 10.0.0.1\n  sentinel:\n    nodes: [\"h:1\"]\n");
+  CHECK_THAT(error_of(host_too), StartsWith(at(host_too, 3) + "redis.host: not used when redis.mode is sentinel"));
+  const auto half_cert = dir.write("redis:\n  tls:\n    enabled: true\n    cert_file: c.pem\n");
+  CHECK_THAT(error_of(half_cert), StartsWith(at(half_cert, 4) + "redis.tls.cert_file: is set without redis.tls.key_file"));
+  const auto tls_off = dir.write("redis:\n  tls:\n    ca_file: ca.pem\n");
+  CHECK_THAT(error_of(tls_off), StartsWith(at(tls_off, 3) + "redis.tls.ca_file: is set but TLS is off"));
+  const auto bad_mode = dir.write("redis:\n  mode: redlock\n");
+  CHECK_THAT(error_of(bad_mode), StartsWith(at(bad_mode, 2) + "redis.mode: \"redlock\" is not a mode"));
+  const auto bad_node = dir.write("redis:\n  mode: cluster\n  cluster:\n    nodes: [\"127.0.0.1\"]\n");
+  CHECK_THAT(error_of(bad_node), StartsWith(at(bad_node, 4) + "redis.cluster.nodes: expected host:port"));
+  const auto bad_bool = dir.write("redis:\n  tls:\n    verify: maybe\n");
+  CHECK_THAT(error_of(bad_bool), StartsWith(at(bad_bool, 3) + "redis.tls.verify: expected true or false"));
+  const auto unknown = dir.write("redis:\n  tls:\n    ca_fle: x\n");
+  CHECK_THAT(error_of(unknown), StartsWith(at(unknown, 3) + "redis.tls.ca_fle: unknown setting (did you mean ca_file?)"));
+  const auto slow_wait =
+      dir.write("redis:\n  command_timeout_ms: 100\nlock:\n  replica_acks: 1\n  replica_ack_timeout_ms: 100\n");
+  CHECK_THAT(error_of(slow_wait), StartsWith(at(slow_wait, 5) + "lock.replica_ack_timeout_ms: 100 ms must be shorter "
+                                                                "than redis.command_timeout_ms (100 ms)"));
+  const auto acks = dir.write("lock:\n  replica_acks: -1\n");
+  CHECK_THAT(error_of(acks), StartsWith(at(acks, 2) + "lock.replica_acks: -1 is out of range 0..100"));
 }
 
 TEST_CASE("a malformed redis url names the part that is wrong") {
@@ -364,7 +433,7 @@ TEST_CASE("an unknown setting lists the known ones and suggests the likely one")
   const auto file = dir.write("redis:\n  hots: 127.0.0.1\n");
   const auto message = error_of(file);
   CHECK_THAT(message, StartsWith(at(file, 2) + "redis.hots: unknown setting (did you mean host?)"));
-  CHECK_THAT(message, Contains("known settings in redis: url, host, port, username, password"));
+  CHECK_THAT(message, Contains("known settings in redis: mode, url, host, port, username, password"));
 }
 
 TEST_CASE("an unknown section lists the known ones") {
@@ -399,6 +468,12 @@ TEST_CASE("a word or a boolean where a number belongs is refused") {
   CHECK(error_of(file) == at(file, 2) + "redis.port: expected a port number, got \"true\"");
   file = dir.write("redis:\n  pool_size: 2.5\n");
   CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "redis.pool_size: expected a number of connections"));
+}
+
+TEST_CASE("a key_prefix with a brace is refused: it would take the place of the lock's hash tag") {
+  TempDir dir;
+  const auto file = dir.write("lock:\n  key_prefix: \"app{}:\"\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 2) + "lock.key_prefix: holds a brace"));
 }
 
 TEST_CASE("out-of-range, negative and overflowing numbers are refused with the range") {

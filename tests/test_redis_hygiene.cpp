@@ -75,3 +75,14 @@ TEST_CASE("a Redis that never evicts, or a user who may not ask, gives no warnin
   CHECK_THAT(skipped.str(), !Catch::Contains("[warning]") && Catch::Contains("eviction check skipped"));
   CHECK(service->lock("still-works"));
 }
+
+TEST_CASE("a master with fewer replicas than lock.replica_acks asks for is named at start-up", "[hygiene]") {
+  dlock::test::RedisServer alone;
+  std::ostringstream log;
+  auto service = logged_service(alone, log, [](dlock::Config& c) { c.lock.replica_acks = 1; });
+  CHECK_THAT(log.str(), Catch::Contains("[warning]") && Catch::Contains("0 replica(s) connected") &&
+                            Catch::Contains("lock.replica_acks asks 1"));
+  std::ostringstream quiet;
+  logged_service(alone, quiet);
+  CHECK_THAT(quiet.str(), !Catch::Contains("replica"));
+}

@@ -9,7 +9,7 @@
 #include <span>
 #include <thread>
 
-#include "dlock/detail/eviction_check.hpp"
+#include "dlock/detail/server_checks.hpp"
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/detail/key_label.hpp"
 #include "dlock/detail/transient_state.hpp"
@@ -43,6 +43,19 @@ bool is_integer(const RedisReply& reply, long long value) {
   return reply.type == RedisReply::Type::Integer && reply.integer == value;
 }
 
+// Whether a renew script's reply (a re-entry, an inner release) says the hold is still this acquisition's.
+bool is_hold_kept(const RedisReply& reply) { return reply.type == RedisReply::Type::Integer && reply.integer == 1; }
+
+// With lock.replica_acks, a reply standing for writes too few replicas acknowledged.
+bool is_unacknowledged(const RedisReply& reply) {
+  return reply.is_error() && reply.str.starts_with(kNotAcknowledgedError);
+}
+
+// Whether an acquire script's reply is a grant: its token, an integer > 0 or text.
+bool is_grant(const RedisReply& reply) {
+  return reply.type == RedisReply::Type::String || (reply.type == RedisReply::Type::Integer && reply.integer > 0);
+}
+
 // A fencing token as the scripts send it: an integer, or text past 2^53.
 std::optional<std::uint64_t> token_of(const RedisReply& reply) {
   if (reply.type == RedisReply::Type::Integer && reply.integer >= 0) return static_cast<std::uint64_t>(reply.integer);
@@ -64,7 +77,7 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
       line_settings_(std::to_string(config_.turn_window.count()) + ' ' +
                      std::to_string(config_.fence_retention.count())),
       fork_generation_(fork_generation()),
-      scripts_(*redis_),
+      scripts_(*redis_, ReplicaAcknowledgement{config_.replica_acks, config_.replica_ack_timeout}),
       waiters_(*redis_),
       notifier_(*logger_),
       watchdog_(scripts_, stats_, logger_) {
@@ -76,6 +89,12 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
     throw InvalidArgument("lock.wait_ms is " + std::to_string(config_.wait.count()) +
                           "; it must be 0 (try once) or a positive number of milliseconds");
   }
+  if (config_.key_prefix.find_first_of("{}") != std::string::npos) {
+    throw InvalidArgument("lock.key_prefix '" + config_.key_prefix +
+                          "' holds a brace; dlock puts each key in braces after the prefix ({K}, a Redis Cluster hash "
+                          "tag that keeps a lock's names in one slot), and a brace before it would take their place: "
+                          "use a prefix without '{' or '}'");
+  }
   if (config_.max_key_bytes == 0) {
     throw InvalidArgument("lock.max_key_bytes is 0; it must be at least 1 (default 1024)");
   }
@@ -83,12 +102,18 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
     throw InvalidArgument("lock.turn_window_ms is " + std::to_string(config_.turn_window.count()) +
                           "; it must be at least 3 ms (default 1000)");
   }
+  if (config_.replica_acks < 0 || config_.replica_ack_timeout <= Millis(0)) {
+    throw InvalidArgument("lock.replica_acks is " + std::to_string(config_.replica_acks) +
+                          " and lock.replica_ack_timeout_ms " + std::to_string(config_.replica_ack_timeout.count()) +
+                          "; the first must be 0 (no WAIT) or more, the second a positive number of milliseconds");
+  }
   if (config_.fence_retention <= Millis(0)) {
     throw InvalidArgument("lock.fence_retention_ms is " + std::to_string(config_.fence_retention.count()) +
                           "; it must be a positive number of milliseconds (default 604800000)");
   }
   scripts_.load_all();
   warn_if_evicting(*redis_, *logger_);
+  warn_if_too_few_replicas(*redis_, *logger_, config_.replica_acks);
   enter_registry();
 }
 
@@ -147,6 +172,17 @@ void ServiceCore::validate(std::string_view key, const LockOptions& options) con
                           " bytes, longer than lock.max_key_bytes (" + std::to_string(config_.max_key_bytes) +
                           "); use a shorter key or raise lock.max_key_bytes");
   }
+  if (key.front() == '}') {
+    // "P{}x}" has an empty hash tag: a cluster hashes each of the lock's names
+    // whole, into different slots, and refuses every script naming them.
+    // One server has no slots: there the key is as good as any.
+    const LockNames names = names_for(key);
+    if (redis_->script_group(names.lock()) != redis_->script_group(names.queue())) {
+      throw InvalidArgument(lock_label(key) + ": key begins with '}', which leaves the Redis Cluster hash tag around "
+                            "it ({K}) empty, so the lock's names would fall in different slots; begin the key with "
+                            "another character");
+    }
+  }
   if (options.wait && *options.wait < Millis(0)) {
     throw InvalidArgument(lock_label(key) + ": wait of " + std::to_string(options.wait->count()) +
                           " ms is negative; pass 0 to try once, or a positive wait");
@@ -163,6 +199,23 @@ void ServiceCore::throw_if_transient(std::string_view key, const RedisReply& rep
   throw ConnectionError(lock_label(key) + ": cannot " + std::string(during) + " now: redis " + redis_->endpoint() +
                         " is in a passing state (" + reply.str + "); dlock waits it out within the call's wait: wait "
                         "longer (LockOptions::wait or lock.wait_ms) if it lasts");
+}
+
+RedisReply ServiceCore::retry_release(const HeldLock& lock, RedisReply reply, const Script& script,
+                                      std::span<const std::string_view> keys, std::span<const std::string_view> args,
+                                      ScriptRunner::ReplyTest acknowledged_if) {
+  // Not retried, the lock would stay held for the rest of its lease (nobody
+  // renews it once its release began), and every waiter with it: a slot
+  // migration refuses each script naming a lock's absent line keys (TRYAGAIN)
+  // for as long as it lasts.
+  Millis pause{10};
+  while (!transient_state(reply).empty() && Clock::now() + pause < lock.valid_until_time()) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, kOutageRetry);
+    reply = acknowledged_if ? scripts_.run_acknowledged(script, keys, args, acknowledged_if)
+                            : scripts_.run(script, keys, args);
+  }
+  return reply;
 }
 
 void ServiceCore::throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
@@ -216,11 +269,13 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
   const std::array<std::string_view, 1> keys{lock->lock_name};
   const std::array<std::string_view, 3> args{lock->owner, lease_arg, count_arg};
   Clock::time_point sent;
+  bool acknowledged = false;  // with lock.replica_acks, whether enough replicas have the lease it extended
   for (;;) {
     sent = Clock::now();
     RedisReply reply;
     try {
-      reply = scripts_.run(kRenewScript, keys, args);
+      // With lock.replica_acks a WAIT follows: the lease it extends counts only once acknowledged.
+      reply = scripts_.run_acknowledged(kRenewScript, keys, args, &is_hold_kept);
       throw_if_transient(lock->key, reply, "re-enter");
     } catch (const ConnectionError&) {
       // The count is set, not added to: a try repeated after a lost reply counts once.
@@ -229,7 +284,10 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
       std::this_thread::sleep_for(std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now)));
       continue;
     }
-    if (is_integer(reply, 1)) break;
+    if (is_hold_kept(reply) || is_unacknowledged(reply)) {  // re-entered, acknowledged or not
+      acknowledged = is_hold_kept(reply);
+      break;
+    }
     if (is_integer(reply, 0)) {
       io.unlock();
       handle_lost(lock, "a re-entry found it no longer this owner's (its lease ran out, or it was deleted)");
@@ -249,7 +307,8 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
     } else if (!lock->renewed.load()) {
       lock->lease_ms = std::max<std::int64_t>(lock->lease_ms.load(), lease.count());
     }
-    lock->extend_validity(sent, lease);
+    // With lock.replica_acks only an acknowledged write extends the validity.
+    if (acknowledged) lock->extend_validity(sent, lease);
     hold = std::make_shared<Hold>(lock);
     lock->stack.push_back(hold);
   }
@@ -295,6 +354,7 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
 
   WaiterTable::Ticket ticket;
   long long last_nap_ms = 0;
+  std::string unacknowledged;  // why the last grant did not count (lock.replica_acks), if it did not
   for (;;) {
     const Clock::time_point sent = Clock::now();
     const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
@@ -302,7 +362,7 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     try {
       const std::string settings_arg = std::to_string(wait_left.count()) + ' ' + line_settings_;
       const std::array<std::string_view, 3> args{id, lease_arg, settings_arg};
-      reply = scripts_.run(kAcquireScript, script_keys, args);
+      reply = scripts_.run_acknowledged(kAcquireScript, script_keys, args, &is_grant);
       throw_if_transient(key, reply, "acquire");
     } catch (const ConnectionError&) {
       // An outage shorter than the wait is waited out; a reply lost to it is
@@ -321,8 +381,20 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
       }
       continue;
     }
+    if (reply.is_error() && reply.str.starts_with(kNotAcknowledgedError)) {
+      // Granted on the master, but a failover could lose it: give it back
+      // (the next in line is told) and try again within the wait.
+      unacknowledged = reply.str.substr(kNotAcknowledgedError.size() + 1);
+      logger_->debug("{}: granted but {}; giving it back and trying again", lock_label(key), unacknowledged);
+      undo_unacknowledged_grant(key, names, id);
+      last_nap_ms = config_.replica_ack_timeout.count();
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) break;
+      std::this_thread::sleep_for(std::min(std::chrono::ceil<Millis>(deadline - now), refresh));
+      continue;
+    }
     // Granted: the token (an integer > 0, or text). Not granted: -1 - nap.
-    if (reply.type == RedisReply::Type::String || (reply.type == RedisReply::Type::Integer && reply.integer > 0)) {
+    if (is_grant(reply)) {
       const std::optional<std::uint64_t> token = token_of(reply);
       if (!token) throw_reply_error(key, names, reply, "acquire");
       return grant(key, names, id, held, *token, lease, renewed, sent, called);
@@ -358,6 +430,11 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
   const bool tried_once = deadline == called;
   (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
+  if (!unacknowledged.empty()) {
+    throw LockTimeoutError(lock_label(key) + ": granted, but not acknowledged by enough replicas (" +
+                           unacknowledged + "), so not taken; check the replicas (INFO replication: connected_slaves, "
+                           "lag) or lower lock.replica_acks, or raise lock.replica_ack_timeout_ms");
+  }
   const std::string left = "lease or turn left " + std::to_string(last_nap_ms) + " ms";
   if (tried_once) {
     throw LockTimeoutError(lock_label(key) + ": busy; tried once, without waiting: another owner holds it or waits "
@@ -368,6 +445,19 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
   throw LockTimeoutError(lock_label(key) + ": still busy after waiting " + std::to_string(waited_ms) +
                          " ms: another owner holds it or waits ahead in line (" + left + "); wait longer "
                          "(LockOptions::wait or lock.wait_ms) or use try_lock");
+}
+
+void ServiceCore::undo_unacknowledged_grant(std::string_view key, const LockNames& names, const std::string& id) {
+  const std::array<std::string_view, 2> args{id, line_settings_};
+  try {
+    const RedisReply reply = scripts_.run(kReleaseScript, names.script_keys(), args);
+    if (reply.is_error()) {
+      logger_->warn("{}: giving back a grant too few replicas acknowledged failed: {}", lock_label(key), reply.str);
+    }
+  } catch (const ConnectionError& e) {
+    // Unreleased, it idles out its lease (nobody renews it); the next try, with the same id, adopts it.
+    logger_->warn("{}: giving back a grant too few replicas acknowledged failed: {}", lock_label(key), e.what());
+  }
 }
 
 bool ServiceCore::still_held(const LockNames& names) {
@@ -479,7 +569,8 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
   const Clock::time_point sent = Clock::now();
   RedisReply reply;
   try {
-    reply = scripts_.run(kRenewScript, keys, args);
+    reply = retry_release(*lock, scripts_.run_acknowledged(kRenewScript, keys, args, &is_hold_kept), kRenewScript, keys,
+                          args, &is_hold_kept);
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
@@ -492,15 +583,20 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
                         " was no longer this owner's at an inner release (its lease ran out or it was taken over); "
                         "the critical section may have overlapped another holder");
   }
-  if (!is_integer(reply, 1)) throw_reply_error(lock->key, names_for(lock->key), reply, "release");
+  if (!is_hold_kept(reply) && !is_unacknowledged(reply)) {
+    throw_reply_error(lock->key, names_for(lock->key), reply, "release");
+  }
   stats_.released.fetch_add(1, std::memory_order_relaxed);
-  lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+  // As for a re-entry: with lock.replica_acks only an acknowledged lease extends the validity.
+  if (is_hold_kept(reply)) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
 }
 
 void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   const LockNames names = names_for(lock->key);
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
-  WaiterTable::Offer offer = waiters_.offer(names.channel(), lock->owner);
+  // Not with lock.replica_acks: a lock handed over here would not be
+  // acknowledged by its new holder; the next in line acquires it, and WAITs.
+  WaiterTable::Offer offer = scripts_.acknowledges() ? WaiterTable::Offer() : waiters_.offer(names.channel(), lock->owner);
   const std::string offer_arg =
       offer ? offer.owner() + ' ' + std::to_string(offer.lease_ms()) + ' ' +
                   (lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? '1' : '0')
@@ -511,6 +607,12 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   try {
     // Without an offer, the script's plain form: two arguments.
     reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(2));
+    if (!transient_state(reply).empty()) {
+      // Nothing ran. The offered waiter must not sit out the retries (its
+      // wait bounds it by one command, see Ticket::wait): it tries by itself.
+      offer.decline();
+      reply = retry_release(*lock, std::move(reply), kReleaseScript, names.script_keys(), std::span(args).first(2));
+    }
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
     throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +

@@ -458,14 +458,102 @@ RedisReply ScriptRunner::run(const Script& script, std::span<const std::string_v
   return reply;
 }
 
+RedisReply ScriptRunner::run_acknowledged(const Script& script, std::span<const std::string_view> keys,
+                                          std::span<const std::string_view> args, ReplyTest must_reach_replicas) {
+  if (!acknowledges()) return run(script, keys, args);
+  const std::vector<std::string> key_list(keys.begin(), keys.end());
+  const std::vector<std::string> arg_list(args.begin(), args.end());
+  const std::vector<std::uint32_t> one_group{0};
+  std::vector<RedisReply> replies = redis_.pipeline(with_waits({evalsha(sha_of(script), key_list, arg_list)}, one_group));
+  if (!replies.empty() && is_noscript(replies.front())) {
+    replies = redis_.pipeline(with_waits({evalsha(load(script), key_list, arg_list)}, one_group));
+  }
+  replies = fold_waits(std::move(replies), one_group, must_reach_replicas);
+  if (replies.empty()) throw ConnectionError("redis " + redis_.endpoint() + ": no reply to " + std::string(script.name));
+  return std::move(replies.front());
+}
+
+namespace {
+
+// For each group, the place of its last call.
+std::map<std::uint32_t, std::size_t> last_of_each(const std::vector<std::uint32_t>& groups) {
+  std::map<std::uint32_t, std::size_t> last;
+  for (std::size_t i = 0; i < groups.size(); ++i) last[groups[i]] = i;
+  return last;
+}
+
+}  // namespace
+
+std::vector<RedisCommand> ScriptRunner::with_waits(std::vector<RedisCommand> calls,
+                                                   const std::vector<std::uint32_t>& groups) const {
+  if (!acknowledges()) return calls;
+  const RedisCommand wait{"WAIT", std::to_string(acknowledgement_.replicas),
+                          std::to_string(acknowledgement_.timeout.count())};
+  const auto last = last_of_each(groups);
+  std::vector<RedisCommand> commands;
+  commands.reserve(calls.size() + last.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    commands.push_back(std::move(calls[i]));
+    if (last.at(groups[i]) == i) commands.push_back(wait);
+  }
+  return commands;
+}
+
+std::vector<RedisReply> ScriptRunner::fold_waits(std::vector<RedisReply> replies,
+                                                 const std::vector<std::uint32_t>& groups,
+                                                 ReplyTest must_reach_replicas) const {
+  if (!acknowledges()) return replies;
+  const auto last = last_of_each(groups);
+  // Where each call's reply and each group's WAIT reply stand.
+  std::vector<std::size_t> call_at(groups.size());
+  std::map<std::uint32_t, std::size_t> wait_at;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    call_at[i] = at++;
+    if (last.at(groups[i]) == i) wait_at[groups[i]] = at++;
+  }
+  if (replies.size() < at) return {};  // cut short: no call has a reply to stand on
+  std::vector<RedisReply> folded;
+  folded.reserve(groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    RedisReply& call = replies[call_at[i]];
+    const RedisReply& wait = replies[wait_at.at(groups[i])];
+    // A call that failed wrote nothing worth waiting for: its own error stands.
+    const bool counts = must_reach_replicas ? must_reach_replicas(call) : !call.is_error();
+    if (counts && (wait.type != RedisReply::Type::Integer || wait.integer < acknowledgement_.replicas)) {
+      const std::string acked =
+          wait.type == RedisReply::Type::Integer ? std::to_string(wait.integer) : "WAIT refused: " + wait.str + ";";
+      RedisReply refused;
+      refused.type = RedisReply::Type::Error;
+      refused.str = std::string(kNotAcknowledgedError) + " acknowledged by " + acked + " of the " +
+                    std::to_string(acknowledgement_.replicas) + " replicas lock.replica_acks asks for within " +
+                    std::to_string(acknowledgement_.timeout.count()) + " ms";
+      folded.push_back(std::move(refused));
+    } else {
+      folded.push_back(std::move(call));
+    }
+  }
+  return folded;
+}
+
 std::vector<RedisReply> ScriptRunner::run_pipelined(
     const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
     std::chrono::steady_clock::time_point deadline) {
+  // One WAIT per group (a cluster's slot, so it goes to the node that took
+  // the group's writes; one server: a single WAIT), after the group's last
+  // call: a WAIT covers every write before it on its connection, and WAITs
+  // in a row would each cost a replication round trip.
   std::vector<RedisCommand> commands;
+  std::vector<std::uint32_t> groups;
   commands.reserve(calls.size());
+  groups.reserve(calls.size());
   const std::string sha(sha_of(script));
-  for (const auto& [keys, args] : calls) commands.push_back(evalsha(sha, keys, args));
-  std::vector<RedisReply> replies = redis_.urgent_pipeline(commands, deadline);
+  for (const auto& [keys, args] : calls) {
+    commands.push_back(evalsha(sha, keys, args));
+    groups.push_back(keys.empty() ? 0 : group_of(keys.front()));
+  }
+  std::vector<RedisReply> replies =
+      fold_waits(redis_.urgent_pipeline(with_waits(std::move(commands), groups), deadline), groups);
 
   // After a restart or SCRIPT FLUSH: load the script and send those again,
   // in one pipeline on the same urgent path (the pool would queue it behind
@@ -476,11 +564,19 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
     if (is_noscript(replies[i])) retried_at.push_back(i);
   }
   if (retried_at.empty()) return replies;
+  std::vector<RedisCommand> again;
+  std::vector<std::uint32_t> again_groups;
+  for (std::size_t i : retried_at) {
+    again.push_back(evalsha(sha, calls[i].first, calls[i].second));
+    again_groups.push_back(groups[i]);
+  }
   std::vector<RedisCommand> retries{{"SCRIPT", "LOAD", script.source}};
-  for (std::size_t i : retried_at) retries.push_back(evalsha(sha, calls[i].first, calls[i].second));
+  for (auto& command : with_waits(std::move(again), again_groups)) retries.push_back(std::move(command));
   std::vector<RedisReply> retried = redis_.urgent_pipeline(retries, deadline);
-  for (std::size_t j = 0; j < retried_at.size() && j + 1 < retried.size(); ++j) {
-    replies[retried_at[j]] = std::move(retried[j + 1]);
+  if (!retried.empty()) retried.erase(retried.begin());  // SCRIPT LOAD's
+  retried = fold_waits(std::move(retried), again_groups);
+  for (std::size_t j = 0; j < retried_at.size() && j < retried.size(); ++j) {
+    replies[retried_at[j]] = std::move(retried[j]);
   }
   return replies;
 }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -108,15 +110,24 @@ struct Watchdog::State {
   std::vector<bool> renew(const std::vector<std::shared_ptr<HeldLock>>& batch, Clock::time_point deadline,
                           LostList& lost) {
     std::vector<bool> renewed(batch.size(), false);
-    // A script call per kLocksPerCall locks: the server's fixed cost per call
-    // is spread, and no call blocks Redis for long.
+    // A script call per kLocksPerCall locks of one script group (a cluster's
+    // hash slot: one call's keys must share it): the server's fixed cost per
+    // call is spread, and no call blocks Redis for long. where[i]: lock i's
+    // call and its place in that call's reply.
     std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
-    calls.reserve((batch.size() + kLocksPerCall - 1) / kLocksPerCall);
+    std::vector<std::pair<std::size_t, std::size_t>> where(batch.size());
+    std::map<std::uint32_t, std::size_t> open_call;  // group → its call still filling
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (i % kLocksPerCall == 0) calls.emplace_back();
-      calls.back().first.push_back(batch[i]->lock_name);
-      calls.back().second.push_back(batch[i]->owner);
-      calls.back().second.push_back(std::to_string(batch[i]->lease_ms.load()));
+      auto [it, fresh] = open_call.try_emplace(scripts->group_of(batch[i]->lock_name), calls.size());
+      if (fresh || calls[it->second].first.size() == kLocksPerCall) {
+        it->second = calls.size();
+        calls.emplace_back();
+      }
+      auto& call = calls[it->second];
+      where[i] = {it->second, call.first.size()};
+      call.first.push_back(batch[i]->lock_name);
+      call.second.push_back(batch[i]->owner);
+      call.second.push_back(std::to_string(batch[i]->lease_ms.load()));
     }
     const Clock::time_point sent = Clock::now();
     stats->renewals_sent.fetch_add(batch.size(), std::memory_order_relaxed);
@@ -131,11 +142,11 @@ struct Watchdog::State {
       return renewed;
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      const RedisReply* call = i / kLocksPerCall < replies.size() ? &replies[i / kLocksPerCall] : nullptr;
-      const RedisReply* reply = call && call->type == RedisReply::Type::Array &&
-                                        i % kLocksPerCall < call->elements.size()
-                                    ? &call->elements[i % kLocksPerCall]
-                                    : nullptr;
+      const auto [at, place] = where[i];
+      const RedisReply* call = at < replies.size() ? &replies[at] : nullptr;
+      const RedisReply* reply =
+          call && call->type == RedisReply::Type::Array && place < call->elements.size() ? &call->elements[place]
+                                                                                          : nullptr;
       if (reply && reply->type == RedisReply::Type::Integer && reply->integer == 1) {
         batch[i]->extend_validity(sent, Millis(batch[i]->lease_ms.load()));
         renewed[i] = true;
@@ -144,8 +155,9 @@ struct Watchdog::State {
                           "its key is gone from Redis or belongs to another owner (expired, deleted or overwritten)");
       } else {
         // Not a verdict on the lock: retried next round, lost only when its validity runs out.
-        logger->warn("watchdog: unexpected reply renewing {}: {}", lock_label(batch[i]->key),
-                     call ? call->str : std::string("none"));
+        const bool unacknowledged = call && call->is_error() && call->str.starts_with(kNotAcknowledgedError);
+        logger->warn("watchdog: {} renewing {}: {}", unacknowledged ? "no replica acknowledgement" : "unexpected reply",
+                     lock_label(batch[i]->key), call ? call->str : std::string("none"));
       }
     }
     return renewed;
@@ -208,7 +220,13 @@ void Watchdog::stop() {
 }
 
 void Watchdog::watch(const std::shared_ptr<HeldLock>& lock, Clock::time_point granted) {
-  const Clock::time_point due = lock->renewed.load() ? granted + renewal_period(*lock) : verdict_time(*lock);
+  // A lock handed to the watchdog by a re-entry may have less validity left
+  // than a period (a fixed lease, not extended by an unacknowledged re-entry
+  // under lock.replica_acks): its first renewal must come before it ends.
+  const Clock::time_point due =
+      lock->renewed.load()
+          ? std::min(granted + renewal_period(*lock), verdict_time(*lock) - renewal_period(*lock))
+          : verdict_time(*lock);
   bool earliest = false;
   {
     std::lock_guard guard(state_->mutex);
@@ -327,6 +345,13 @@ void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
     }
     std::vector<std::shared_ptr<HeldLock>> batch = std::move(state->batches.front());
     state->batches.pop_front();
+    // Rounds that fell due while the last one was on the wire go out as one:
+    // a round trip each (and with lock.replica_acks a WAIT each, a
+    // replication round trip) would fall further behind with every round.
+    for (; !state->batches.empty(); state->batches.pop_front()) {
+      auto& more = state->batches.front();
+      batch.insert(batch.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
     // The I/O gives up before the first verdict among these locks: a reply
     // after it could not save that one, and the others are tried again.
     Clock::time_point deadline = Clock::time_point::max();

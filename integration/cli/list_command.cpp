@@ -11,7 +11,7 @@
 #include "cli_config.hpp"
 #include "cli_options.hpp"
 #include "dlock/detail/key_label.hpp"
-#include "dlock/hiredis_executor.hpp"
+#include "dlock/factory.hpp"
 #include "exit_codes.hpp"
 #include "holders.hpp"
 #include "json.hpp"
@@ -180,11 +180,18 @@ int list_command(std::span<char* const> args) {
   const std::string pattern = parsed.positionals.empty() ? "*" : parsed.positionals.front();
 
   const Config config = resolve_config(parsed);
-  HiredisExecutor redis(config.redis);
-  redis.connect();
+  const auto redis_executor = make_executor(config.redis);
+  RedisExecutor& redis = *redis_executor;
   HolderDirectory holders(redis, config.lock.key_prefix);
   const std::string& prefix = config.lock.key_prefix;
-  const std::vector<HeldLock> locks = read_locks(redis, holders, prefix, scan_locks(redis, prefix, pattern));
+  // SCAN's cursor is per server: a cluster is scanned master by master.
+  std::vector<std::string> names;
+  redis.for_each_master([&](RedisExecutor& master) {
+    std::vector<std::string> found = scan_locks(master, prefix, pattern);
+    names.insert(names.end(), found.begin(), found.end());
+  });
+  std::sort(names.begin(), names.end());
+  const std::vector<HeldLock> locks = read_locks(redis, holders, prefix, names);
 
   const std::string searched = "under prefix '" + prefix + "'" + (pattern == "*" ? "" : " matching '" + pattern + "'") +
                                " on redis " + redis.endpoint();

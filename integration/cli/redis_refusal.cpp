@@ -1,7 +1,7 @@
 #include "redis_refusal.hpp"
 
 #include "dlock/errors.hpp"
-#include "dlock/hiredis_executor.hpp"
+#include "dlock/factory.hpp"
 
 namespace dlock::cli {
 
@@ -41,7 +41,8 @@ void throw_refusal(const std::string& endpoint, const std::string& what, const s
 void rethrow_if_replica(const RedisConfig& config, const std::string& what) {
   bool replica = false;
   try {
-    HiredisExecutor probe(config);
+    const auto probe_executor = make_executor(config, false);
+    RedisExecutor& probe = *probe_executor;
     const RedisReply role = probe.command({"ROLE"});
     replica = !role.is_error() && !role.elements.empty() && role.elements.front().str == "slave";
   } catch (const Error&) {

@@ -65,7 +65,8 @@ void on_lost(RunState& state) {
 // Who holds `key` now, for the busy message; empty if that cannot be read.
 std::string current_holder(const Config& config, const std::string& key) {
   try {
-    HiredisExecutor redis(config.redis);
+    const auto redis_executor = make_executor(config.redis, false);
+    RedisExecutor& redis = *redis_executor;
     const RedisReply hash = redis.command({"HGETALL", lock_names(config.lock, key).lock});
     if (hash.elements.size() < 2) return "";
     HolderDirectory holders(redis, config.lock.key_prefix);

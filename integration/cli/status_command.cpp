@@ -10,7 +10,7 @@
 #include "cli_config.hpp"
 #include "cli_script.hpp"
 #include "cli_options.hpp"
-#include "dlock/hiredis_executor.hpp"
+#include "dlock/factory.hpp"
 #include "exit_codes.hpp"
 #include "holders.hpp"
 #include "json.hpp"
@@ -148,8 +148,8 @@ int status_command(std::span<char* const> args) {
   if (parsed.positionals.empty()) throw UsageError("status needs at least one KEY");
 
   const Config config = resolve_config(parsed);
-  HiredisExecutor redis(config.redis);
-  redis.connect();
+  const auto redis_executor = make_executor(config.redis);
+  RedisExecutor& redis = *redis_executor;
   CliScript script(redis, kStatusScript, "read a lock's status");
   HolderDirectory holders(redis, config.lock.key_prefix);
 

@@ -9,7 +9,7 @@
 #include "dlock/detail/lock_names.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/scripts.hpp"
-#include "dlock/hiredis_executor.hpp"
+#include "dlock/factory.hpp"
 #include "dlock/logging.hpp"
 #include "exit_codes.hpp"
 #include "lock_names.hpp"
@@ -45,8 +45,8 @@ int unlock_command(std::span<char* const> args) {
 
   const Config config = resolve_config(parsed);
   auto logger = make_logger(config.logging);
-  HiredisExecutor redis(config.redis);
-  redis.connect();
+  const auto redis_executor = make_executor(config.redis);
+  RedisExecutor& redis = *redis_executor;
 
   const LockNames names = lock_names(config.lock, key);
   // The library's own forced release: owners read and removed in one step, the

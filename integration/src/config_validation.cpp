@@ -78,12 +78,8 @@ RedisUrl parse_redis_url(std::string_view text) {
   const std::string_view url = env.masked();
   const std::size_t colon = url.find("://");
   const std::string scheme = lower(env.expand(url.substr(0, colon)));
-  if (colon == std::string_view::npos || scheme != "redis") {
-    if (scheme == "rediss") {
-      throw InvalidValue("rediss:// (TLS) is not supported by dlock; use redis:// "
-                         "(for example through a local TLS tunnel such as stunnel)");
-    }
-    throw InvalidValue("expected redis://[user[:password]@]host[:port][/database]");
+  if (colon == std::string_view::npos || (scheme != "redis" && scheme != "rediss")) {
+    throw InvalidValue("expected redis://[user[:password]@]host[:port][/database] (rediss:// for TLS)");
   }
   std::string_view rest = url.substr(colon + 3);
   if (rest.find_first_of("?#") != std::string_view::npos) {
@@ -92,6 +88,7 @@ RedisUrl parse_redis_url(std::string_view text) {
   }
 
   RedisUrl parsed;
+  parsed.tls = scheme == "rediss";
   // The last '@' ends the user info, so an unencoded '@' in a password still works.
   if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view user_info = rest.substr(0, at);
@@ -145,6 +142,39 @@ RedisUrl parse_redis_url(std::string_view text) {
     }
   }
   return parsed;
+}
+
+NodeAddress parse_node_address(std::string_view text) {
+  const std::string expected = "expected host:port (for example 127.0.0.1:26379), got " + quoted(text);
+  NodeAddress address;
+  std::string_view port_text;
+  if (!text.empty() && text.front() == '[') {  // IPv6: [::1]:6379
+    const std::size_t end = text.find("]:");
+    if (end == std::string_view::npos) throw InvalidValue(expected);
+    address.host = std::string(text.substr(1, end - 1));
+    port_text = text.substr(end + 2);
+  } else {
+    const std::size_t sep = text.rfind(':');
+    if (sep == std::string_view::npos || text.substr(0, sep).find(':') != std::string_view::npos) {
+      throw InvalidValue(expected);
+    }
+    address.host = std::string(text.substr(0, sep));
+    port_text = text.substr(sep + 1);
+  }
+  if (address.host.empty()) throw InvalidValue(expected);
+  try {
+    address.port = static_cast<int>(parse_integer(port_text, min_port, max_port, "a port number"));
+  } catch (const InvalidValue& e) {
+    throw InvalidValue("the port of " + quoted(text) + ": " + e.what());
+  }
+  return address;
+}
+
+bool parse_boolean(std::string_view text) {
+  const std::string value = lower(text);
+  if (value == "true" || value == "yes" || value == "on") return true;
+  if (value == "false" || value == "no" || value == "off") return false;
+  throw InvalidValue("expected true or false, got " + quoted(text));
 }
 
 std::optional<spdlog::level::level_enum> log_level_from_name(std::string_view name) {

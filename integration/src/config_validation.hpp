@@ -12,6 +12,8 @@
 
 #include <spdlog/common.h>
 
+#include "dlock/config.hpp"
+
 namespace dlock::detail {
 
 class InvalidValue : public std::runtime_error {
@@ -24,8 +26,8 @@ class InvalidValue : public std::runtime_error {
 long long parse_integer(std::string_view text, long long min, long long max,
                         std::string_view expected);
 
-// The parts of redis://[user[:password]@]host[:port][/database], with user
-// and password percent-decoded. Rejects rediss:// (TLS) and other schemes.
+// The parts of redis[s]://[user[:password]@]host[:port][/database], with user
+// and password percent-decoded; rediss:// means TLS. Rejects other schemes.
 // `url` is the raw setting: ${VAR} references in it are expanded into the
 // parts after the split, and taken literally (never percent-decoded).
 // Messages never repeat the URL, since it may hold a password.
@@ -35,8 +37,15 @@ struct RedisUrl {
   std::string username;
   std::string password;
   int database = 0;
+  bool tls = false;
 };
 RedisUrl parse_redis_url(std::string_view url);
+
+// "host:port" ("[::1]:6379" for IPv6); the port is required.
+NodeAddress parse_node_address(std::string_view text);
+
+// true/false (also yes/no, on/off), without regard to case.
+bool parse_boolean(std::string_view text);
 
 // Ranges shared by the YAML reader and the environment overrides.
 inline constexpr long long min_port = 1;

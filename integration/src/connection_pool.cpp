@@ -1,8 +1,5 @@
 #include "dlock/connection_pool.hpp"
 
-#include <hiredis/hiredis.h>
-#include <poll.h>
-
 #include <chrono>
 
 #include "dlock/detail/fork_guard.hpp"
@@ -11,14 +8,10 @@
 namespace dlock::detail {
 namespace {
 
-// An idle connection never has anything to read: if its socket is readable the
-// server closed it (restart, CLIENT KILL, idle timeout). Checking costs one
-// poll() and spares the caller a failed command that was never its fault.
-bool closed_while_idle(RedisConnection& connection) {
-  if (connection.broken()) return true;
-  pollfd watched{connection.context()->fd, POLLIN, 0};
-  return ::poll(&watched, 1, 0) != 0;
-}
+// A connection the server closed while it sat idle (restart, CLIENT KILL,
+// idle timeout). Checking costs one poll() and spares the caller a failed
+// command that was never its fault.
+bool closed_while_idle(RedisConnection& connection) { return connection.broken() || connection.closed_while_idle(); }
 
 }  // namespace
 
@@ -47,7 +40,7 @@ ConnectionPool::Lease ConnectionPool::borrow() {
   std::unique_lock lock(mutex_);
   if (auto inherited = take_inherited(); !inherited.empty()) {
     lock.unlock();
-    inherited.clear();  // closes the sockets; redisFree sends nothing
+    inherited.clear();  // closes the sockets; a connection of another process sends nothing
     lock.lock();
   }
   for (;;) {

@@ -1,14 +1,56 @@
 #include "dlock/factory.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include "dlock/cluster_executor.hpp"
+
+#include "dlock/errors.hpp"
 #include "dlock/hiredis_executor.hpp"
 #include "dlock/logging.hpp"
+#include "dlock/sentinel_executor.hpp"
+#include "tls_warning.hpp"
 
 namespace dlock {
 
+std::shared_ptr<RedisExecutor> make_executor(const RedisConfig& config, bool connect,
+                                             std::shared_ptr<spdlog::logger> logger) {
+  if (config.tls.enabled && !config.tls.verify) {
+    if (!logger) logger = spdlog::get("dlock");
+    if (!logger) logger = make_logger(LoggingConfig{});
+    detail::warn_if_unverified(config, *logger);
+  }
+  switch (config.mode) {
+    case RedisMode::standalone: {
+      auto executor = std::make_shared<HiredisExecutor>(config);
+      if (connect) executor->connect();
+      return executor;
+    }
+    case RedisMode::sentinel: {
+      auto executor = std::make_shared<SentinelExecutor>(config);
+      if (connect) executor->connect();
+      return executor;
+    }
+    case RedisMode::cluster: {
+      auto executor = std::make_shared<ClusterExecutor>(config);
+      if (connect) executor->connect();
+      return executor;
+    }
+    default:
+      throw ConfigError(std::string("redis.mode: ") + mode_name(config.mode) + " is not built yet");
+  }
+}
+
 std::shared_ptr<RedisLockService> make_lock_service(const Config& config, std::shared_ptr<spdlog::logger> logger) {
+  // As the YAML loader checks: a WAIT that outlasts the read breaks its
+  // connection, and a grant that meets it is never given back.
+  if (config.lock.replica_acks > 0 && config.lock.replica_ack_timeout >= config.redis.command_timeout) {
+    throw InvalidArgument("lock.replica_ack_timeout_ms: " + std::to_string(config.lock.replica_ack_timeout.count()) +
+                          " ms must be shorter than redis.command_timeout_ms (" +
+                          std::to_string(config.redis.command_timeout.count()) +
+                          " ms): a WAIT that outlasts the command timeout breaks its connection");
+  }
   if (!logger) logger = make_logger(config.logging);
-  auto executor = std::make_shared<HiredisExecutor>(config.redis);
-  executor->connect();
+  auto executor = make_executor(config.redis, true, logger);
   auto service = std::make_shared<RedisLockService>(executor, config.lock, logger);
   logger->debug("dlock service connected to redis {} (prefix '{}', watchdog lease {} ms)", executor->endpoint(),
                 config.lock.key_prefix, config.lock.watchdog_timeout.count());

@@ -21,15 +21,7 @@ bool HiredisExecutor::forked() const { return generation_ != detail::fork_genera
 
 void HiredisExecutor::connect() {
   auto connection = pool_.borrow();
-  const RedisReply pong = connection->command({"PING"});
-  if (!pong.is_error()) return;
-  // A server with a password answers NOAUTH when none (or no user) was configured.
-  if (pong.str.starts_with("NOAUTH")) {
-    throw ConnectionError("redis " + endpoint() + ": authentication failed (" + pong.str +
-                          "); check redis.username and redis.password");
-  }
-  throw ConnectionError("redis " + endpoint() + ": PING answered with an error (" + pong.str +
-                        "); check that redis.host and redis.port point at a usable redis-server");
+  detail::check_pong(connection->command({"PING"}), endpoint(), "redis.host and redis.port point at a usable redis-server");
 }
 
 RedisReply HiredisExecutor::command(const RedisCommand& argv) {
@@ -55,9 +47,7 @@ std::vector<RedisReply> HiredisExecutor::urgent_pipeline(const std::vector<Redis
 Subscription HiredisExecutor::subscribe(const std::string& channel, MessageHandler on_message,
                                         std::optional<std::chrono::milliseconds> confirm_within) {
   if (forked()) {
-    throw ConnectionError("redis " + endpoint() + ": cannot subscribe to '" + channel +
-                          "': this executor was made before fork(), and its subscriber thread stayed in the "
-                          "parent; a lock service cannot be shared across fork(): create a new one in the child");
+    detail::refuse_subscribing_after_fork(endpoint(), channel);
   }
   return subscriber_->subscribe(channel, std::move(on_message), confirm_within);
 }

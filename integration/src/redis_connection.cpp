@@ -1,77 +1,54 @@
 #include "dlock/redis_connection.hpp"
 
 #include <hiredis/hiredis.h>
-#include <sys/time.h>
+#include <poll.h>
 
 #include <memory>
 #include <string_view>
 #include <vector>
 
+#include "connection_failure.hpp"
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/errors.hpp"
 #include "resp_command.hpp"
+#include "socket_dial.hpp"
+#include "tls_context.hpp"
+#include "transport.hpp"
 
 namespace dlock::detail {
 namespace {
 
-timeval to_timeval(Millis duration) {
-  const auto ms = duration.count() > 0 ? duration.count() : 1;
-  return timeval{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
-}
+using Clock = std::chrono::steady_clock;
+
+// As hiredis' own reads: enough for most replies in one call.
+constexpr std::size_t kReadChunk = 16 * 1024;
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
-
-// hiredis only keeps strerror() text, so the cause is recognised by its words.
-// A socket timeout shows up as EAGAIN because hiredis uses SO_RCVTIMEO.
-bool is_timeout(std::string_view cause) {
-  return contains(cause, "Resource temporarily unavailable") || contains(cause, "timed out");
-}
-
-bool is_lost(std::string_view cause) {
-  return contains(cause, "Server closed the connection") || contains(cause, "reset by peer") ||
-         contains(cause, "Broken pipe");
-}
-
-std::string describe_failure(const std::string& endpoint, const RedisConfig& config, const std::string& during,
-                             const std::string& cause) {
-  const std::string where = "redis " + endpoint + ": ";
-  if (is_timeout(cause)) {
-    const bool connecting = during == "connecting";
-    const auto limit = connecting ? config.connect_timeout : config.command_timeout;
-    return where + during + " timed out after " + std::to_string(limit.count()) +
-           " ms; check that redis-server is running and reachable at redis.host:redis.port, or raise redis." +
-           (connecting ? "connect_timeout_ms" : "command_timeout_ms") + " if it is only slow";
-  }
-  if (contains(cause, "Connection refused")) {
-    return where + "connection refused; check redis.host and redis.port and that redis-server is running";
-  }
-  if (is_lost(cause)) {
-    return where + "connection lost while " + during + " (" + cause +
-           "); check that redis-server is running; the next call reconnects";
-  }
-  return where + during + " failed (" + cause + "); check redis.host and redis.port and that redis-server is running";
-}
-
-std::string describe_auth_refusal(const std::string& endpoint, const std::string& answer) {
-  return "redis " + endpoint + ": authentication failed (" + answer + "); check redis.username and redis.password";
-}
 
 bool is_auth_refusal(std::string_view answer) {
   return answer.starts_with("NOAUTH") || answer.starts_with("WRONGPASS") || contains(answer, "invalid password") ||
          contains(answer, "invalid username-password pair");
 }
 
+void free_reader(redisReader* reader) {
+  if (reader != nullptr) redisReaderFree(reader);
+}
+
 }  // namespace
 
 RedisConnection::RedisConnection(const RedisConfig& config)
-    : generation_(fork_generation()), endpoint_(config.host + ":" + std::to_string(config.port)), config_(config) {
-  context_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, to_timeval(config_.connect_timeout));
-  if (context_ == nullptr) throw ConnectionError("redis " + endpoint_ + ": connecting failed (out of memory)");
-  // A throwing constructor runs no destructor, so the context is freed here.
+    : reader_(redisReaderCreate(), free_reader), generation_(fork_generation()), config_(config) {
+  if (config_.endpoint_source) {
+    // The epoch first: a move that happens meanwhile then marks this connection stale.
+    epoch_ = config_.endpoint_source->epoch();
+    const NodeAddress address = config_.endpoint_source->next();
+    config_.host = address.host;
+    config_.port = address.port;
+  }
+  endpoint_ = to_string(NodeAddress{config_.host, config_.port});
+  if (!reader_) throw ConnectionError("redis " + endpoint_ + ": connecting failed (out of memory)");
   try {
-    if (context_->err) fail("connecting");
-    if (redisSetTimeout(context_, to_timeval(config_.command_timeout)) != REDIS_OK) fail("setting the command timeout");
-
+    open(Clock::now() + config_.connect_timeout);
     if (!config_.password.empty() || !config_.username.empty()) {
       RedisCommand auth = {"AUTH"};
       if (!config_.username.empty()) auth.push_back(config_.username);
@@ -89,29 +66,61 @@ RedisConnection::RedisConnection(const RedisConfig& config)
       }
     }
   } catch (...) {
-    redisFree(context_);
-    context_ = nullptr;
+    // A half-made connection says no goodbye.
+    if (transport_) transport_->abandon();
     throw;
   }
 }
 
+void RedisConnection::open(Clock::time_point deadline) {
+  // The TLS files first: a wrong path is reported whether or not the server is up.
+  std::shared_ptr<SSL_CTX> tls = config_.tls.enabled ? tls_context(config_.tls, endpoint_) : nullptr;
+  const char* during = "connecting";
+  try {
+    transport_ = std::make_unique<Transport>(dial(config_.host, config_.port, deadline));
+    if (tls) {  // bounded by what is left of the connect timeout
+      during = kDuringHandshake;
+      transport_->start_tls(std::move(tls), config_.host, config_.tls, deadline);
+    }
+    transport_->limit_waits(config_.command_timeout);
+  } catch (const TransportError& error) {
+    throw_failure(during, error);
+  }
+}
+
 RedisConnection::~RedisConnection() {
-  if (context_ != nullptr) redisFree(context_);
+  if (transport_ && broken()) transport_->abandon();
 }
 
 void RedisConnection::set_command_timeout(Millis timeout) {
   config_.command_timeout = timeout;
-  if (redisSetTimeout(context_, to_timeval(timeout)) != REDIS_OK) fail("setting the command timeout");
+  try {
+    transport_->limit_waits(timeout);
+  } catch (const TransportError& error) {
+    throw_failure("setting the command timeout", error);
+  }
 }
 
 bool RedisConnection::broken() const {
-  return context_ == nullptr || context_->err != 0 || abandoned_ || generation_ != fork_generation();
+  return !transport_ || abandoned_ || generation_ != fork_generation() ||
+         (config_.endpoint_source && config_.endpoint_source->epoch() != epoch_);
 }
 
-template <typename Call>
-auto RedisConnection::guarded(Call&& call) {
+Clock::time_point RedisConnection::command_deadline() const {
+  return Clock::now() + std::max(config_.command_timeout, Millis(1));
+}
+
+void RedisConnection::throw_failure(const std::string& during, const TransportError& error) {
+  abandoned_ = true;
+  throw ConnectionError(describe_failure(endpoint_, config_, during, error, answered_));
+}
+
+template <typename Call, typename During>
+auto RedisConnection::guarded(Call&& call, During&& during) {
   try {
     return call();
+  } catch (const TransportError& error) {
+    throw_failure(during(), error);
   } catch (...) {
     abandoned_ = true;
     throw;
@@ -119,14 +128,25 @@ auto RedisConnection::guarded(Call&& call) {
 }
 
 void RedisConnection::fail(const std::string& during) {
-  std::string cause = "no reply";
-  if (context_ != nullptr && context_->err != 0) cause = context_->errstr;
-  else if (context_ != nullptr) {
-    // A NULL reply without an error flag leaves the stream in an unknown state:
-    // mark the context so broken() tells the pool to drop it.
-    context_->err = REDIS_ERR_OTHER;
+  throw_failure(during, TransportError(TransportError::Kind::failed, "no reply"));
+}
+
+void* RedisConnection::next_reply(Clock::time_point deadline) {
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+    }
+    if (raw != nullptr) {
+      answered_ = true;
+      return raw;
+    }
+    char buffer[kReadChunk];
+    const std::size_t got = transport_->read_some(buffer, sizeof buffer, deadline);
+    if (redisReaderFeed(reader_.get(), buffer, got) != REDIS_OK) {
+      throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+    }
   }
-  throw ConnectionError(describe_failure(endpoint_, config_, during, cause));
 }
 
 RedisReply RedisConnection::command(const RedisCommand& argv) { return send(std::span<const std::string>(argv)); }
@@ -136,45 +156,115 @@ RedisReply RedisConnection::command(std::span<const std::string_view> argv) { re
 template <typename Part>
 RedisReply RedisConnection::send(std::span<const Part> argv) {
   if (argv.empty()) throw InvalidArgument("redis command is empty");
-  return guarded([&] {
-    format_resp_command(formatted_, argv);
-    void* raw = nullptr;
-    if (redisAppendFormattedCommand(context_, formatted_.data(), formatted_.size()) != REDIS_OK ||
-        redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
-      fail("running " + std::string(argv.front()));
-    }
-    // Freed even if the conversion throws (out of memory).
-    const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
-    return to_reply(owned.get());
-  });
+  return guarded(
+      [&] {
+        const auto deadline = command_deadline();
+        format_resp_command(formatted_, argv);
+        transport_->write_all(formatted_, deadline);
+        // Freed even if the conversion throws (out of memory).
+        const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(next_reply(deadline)),
+                                                                freeReplyObject);
+        return to_reply(owned.get());
+      },
+      [&] { return "running " + std::string(argv.front()); });
 }
 
-std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands) {
+std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands,
+                                                  Clock::time_point give_up_at) {
   std::vector<RedisReply> replies;
   if (commands.empty()) return replies;
-  // Checked before anything is queued: a command refused after others were
-  // queued would leave their replies on the connection for the next caller.
+  // Checked before anything is sent: a command refused after others were
+  // sent would leave their replies on the connection for the next caller.
   for (std::size_t i = 0; i < commands.size(); ++i) {
     if (commands[i].empty()) {
       throw InvalidArgument("redis command " + std::to_string(i + 1) + " of " + std::to_string(commands.size()) +
                             " in a pipeline is empty; nothing was sent");
     }
   }
-  const std::string during = "running a pipeline of " + std::to_string(commands.size()) + " commands";
-  return guarded([&] {
-    for (const auto& argv : commands) {
-      format_resp_command(formatted_, std::span<const std::string>(argv));
-      if (redisAppendFormattedCommand(context_, formatted_.data(), formatted_.size()) != REDIS_OK) fail(during);
-    }
-    replies.reserve(commands.size());
-    for (std::size_t i = 0; i < commands.size(); ++i) {
-      void* raw = nullptr;
-      if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) fail(during);
-      const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
-      replies.push_back(to_reply(owned.get()));
-    }
-    return std::move(replies);
-  });
+  return guarded(
+      [&] {
+        formatted_.clear();
+        for (const auto& argv : commands) append_resp_command(formatted_, std::span<const std::string>(argv));
+        transport_->write_all(formatted_, std::min(command_deadline(), give_up_at));
+        replies.reserve(commands.size());
+        for (std::size_t i = 0; i < commands.size(); ++i) {
+          const auto deadline = std::min(command_deadline(), give_up_at);
+          const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(next_reply(deadline)),
+                                                                  freeReplyObject);
+          replies.push_back(to_reply(owned.get()));
+        }
+        return std::move(replies);
+      },
+      [&] { return "running a pipeline of " + std::to_string(commands.size()) + " commands"; });
+}
+
+void RedisConnection::send_only(const std::vector<RedisCommand>& commands) {
+  guarded(
+      [&] {
+        formatted_.clear();
+        for (const auto& argv : commands) append_resp_command(formatted_, std::span<const std::string>(argv));
+        transport_->write_all(formatted_, command_deadline());
+      },
+      [&] { return "sending " + (commands.empty() ? std::string("nothing") : commands.front().front()); });
+}
+
+std::optional<RedisReply> RedisConnection::buffered_reply() {
+  return guarded(
+      [&]() -> std::optional<RedisReply> {
+        void* raw = nullptr;
+        if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+          throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+        }
+        if (raw == nullptr) return std::nullopt;
+        answered_ = true;
+        const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
+        return to_reply(owned.get());
+      },
+      [] { return std::string("reading messages"); });
+}
+
+bool RedisConnection::input_pending() const { return transport_->pending(); }
+
+int RedisConnection::fd() const { return transport_->fd(); }
+
+bool RedisConnection::read_available() {
+  return guarded(
+      [&] {
+        char buffer[kReadChunk];
+        const std::size_t got = transport_->read_now(buffer, sizeof buffer);
+        if (got > 0 && redisReaderFeed(reader_.get(), buffer, got) != REDIS_OK) {
+          throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+        }
+        return got > 0;
+      },
+      [] { return std::string("reading messages"); });
+}
+
+bool RedisConnection::closed_while_idle() {
+  if (broken()) return true;
+  if (!transport_->pending()) {
+    pollfd watched{transport_->fd(), POLLIN, 0};
+    if (::poll(&watched, 1, 0) == 0) return false;
+  }
+  try {
+    char buffer[kReadChunk];
+    // Nothing for the caller: TLS housekeeping (a session ticket) only.
+    if (transport_->read_now(buffer, sizeof buffer) == 0) return false;
+  } catch (const TransportError&) {
+  }
+  abandoned_ = true;
+  return true;
+}
+
+void check_pong(const RedisReply& pong, const std::string& endpoint, std::string_view what_to_check) {
+  if (!pong.is_error()) return;
+  // A server with a password answers NOAUTH when none (or no user) was configured.
+  if (pong.str.starts_with("NOAUTH")) {
+    throw ConnectionError("redis " + endpoint + ": authentication failed (" + pong.str +
+                          "); check redis.username and redis.password");
+  }
+  throw ConnectionError("redis " + endpoint + ": PING answered with an error (" + pong.str + "); check that " +
+                        std::string(what_to_check));
 }
 
 RedisReply to_reply(const redisReply* reply) {

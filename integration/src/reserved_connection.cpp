@@ -29,7 +29,7 @@ std::vector<RedisReply> ReservedConnection::pipeline(const std::vector<RedisComm
     connection_->set_command_timeout(
         std::min(config_.command_timeout,
                  std::max(Millis(1), std::chrono::ceil<Millis>(deadline - std::chrono::steady_clock::now()))));
-    return connection_->pipeline(commands);
+    return connection_->pipeline(commands, deadline);
   } catch (...) {
     // A connection that failed or timed out mid-pipeline is one reply behind: never reuse it.
     connection_.reset();

@@ -20,16 +20,23 @@ inline void put_resp_header(std::string& out, char kind, std::size_t number) {
   out.append("\r\n", 2);
 }
 
-// Replaces `out` with the command made of `parts` (std::string or std::string_view).
+// Appends the command made of `parts` (std::string or std::string_view) to
+// `out`: several appended commands are a pipeline.
 template <typename Part>
-void format_resp_command(std::string& out, std::span<const Part> parts) {
-  out.clear();
+void append_resp_command(std::string& out, std::span<const Part> parts) {
   put_resp_header(out, '*', parts.size());
   for (const Part& part : parts) {
     put_resp_header(out, '$', part.size());
     out.append(part.data(), part.size());
     out.append("\r\n", 2);
   }
+}
+
+// Replaces `out` with the command made of `parts`.
+template <typename Part>
+void format_resp_command(std::string& out, std::span<const Part> parts) {
+  out.clear();
+  append_resp_command(out, parts);
 }
 
 }  // namespace dlock::detail

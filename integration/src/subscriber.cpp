@@ -1,6 +1,5 @@
 #include "dlock/subscriber.hpp"
 
-#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -88,9 +87,8 @@ class Loop {
     while (!stopping()) {
       if (!connection_) {
         try {
+          // Its socket has TCP keepalive on: the kernel's probes are a second line behind the PINGs.
           connection_ = std::make_unique<RedisConnection>(state_.config);
-          // The kernel's probes as a second line behind the PINGs; failure to set them is not fatal.
-          redisEnableKeepAlive(connection_->context());
           last_heard_ = Clock::now();
         } catch (const Error&) {
           ++state_.connection_failures;
@@ -172,54 +170,44 @@ class Loop {
       }
     }
     if (to_subscribe.empty() && to_unsubscribe.empty()) return;
+    std::vector<RedisCommand> commands;
     for (const auto& channel : to_subscribe) {
-      append({"SUBSCRIBE", channel});
+      commands.push_back({"SUBSCRIBE", channel});
       sent_.insert(channel);
       ++unacknowledged_[channel];
     }
     for (const auto& channel : to_unsubscribe) {
-      append({"UNSUBSCRIBE", channel});
+      commands.push_back({"UNSUBSCRIBE", channel});
       sent_.erase(channel);
     }
-    int done = 0;
-    while (!done) {
-      if (redisBufferWrite(connection_->context(), &done) != REDIS_OK) connection_->fail("sending SUBSCRIBE");
-    }
+    connection_->send_only(commands);
   }
 
-  void append(const RedisCommand& argv) {
-    const char* parts[2] = {argv[0].data(), argv[1].data()};
-    const size_t lengths[2] = {argv[0].size(), argv[1].size()};
-    if (redisAppendCommandArgv(connection_->context(), 2, parts, lengths) != REDIS_OK) {
-      connection_->fail("sending " + argv[0]);
-    }
-  }
-
-  // Replies may already sit in hiredis' buffer from an earlier read; poll()
+  // Replies may already sit in the reader from an earlier read; poll()
   // would not report them, so they are handled before sleeping.
   void dispatch_buffered() {
-    for (;;) {
-      void* raw = nullptr;
-      if (redisGetReplyFromReader(connection_->context(), &raw) != REDIS_OK) connection_->fail("reading messages");
-      if (raw == nullptr) return;
-      const RedisReply reply = to_reply(static_cast<redisReply*>(raw));
-      freeReplyObject(raw);
-      handle(reply);
-    }
+    while (const auto reply = connection_->buffered_reply()) handle(*reply);
   }
 
   void wait_for_input() {
-    pollfd watched[2] = {{connection_->context()->fd, POLLIN, 0}, {state_.wake_fd, POLLIN, 0}};
-    const int ready = ::poll(watched, 2, poll_timeout_ms());
-    if (ready < 0) {
-      if (errno == EINTR) return;
-      connection_->fail("waiting for messages");
-    }
-    if (ready > 0 && watched[1].revents != 0) drain_wake_fd();
-    if (ready > 0 && watched[0].revents != 0) {
-      if (redisBufferRead(connection_->context()) != REDIS_OK) connection_->fail("reading messages");
+    // With TLS, bytes may already wait inside OpenSSL, where poll() cannot
+    // see them: read those instead of sleeping on the socket. Only a partial
+    // record there (nothing read) needs the socket, and poll() below.
+    if (connection_->input_pending() && connection_->read_available()) {
       last_heard_ = Clock::now();
+    } else {
+      pollfd watched[2] = {{connection_->fd(), POLLIN, 0}, {state_.wake_fd, POLLIN, 0}};
+      const int ready = ::poll(watched, 2, poll_timeout_ms());
+      if (ready < 0) {
+        if (errno == EINTR) return;
+        connection_->fail("waiting for messages");
+      }
+      if (ready > 0 && watched[1].revents != 0) drain_wake_fd();
+      if (ready > 0 && watched[0].revents != 0 && connection_->read_available()) last_heard_ = Clock::now();
     }
+    // A master that moved away (Sentinel) may keep this connection up as a
+    // replica, where no release is ever published: follow it within a PING interval.
+    if (connection_->broken()) connection_->fail("following the master to its new address");
     // On every pass, not only when poll() timed out: a stream of wake-ups
     // (subscriptions coming and going) must not postpone the PING.
     check_liveness();
@@ -244,11 +232,7 @@ class Loop {
       return;
     }
     if (now < last_heard_ + kPingInterval) return;
-    if (redisAppendCommand(connection_->context(), "PING") != REDIS_OK) connection_->fail("sending PING");
-    int done = 0;
-    while (!done) {
-      if (redisBufferWrite(connection_->context(), &done) != REDIS_OK) connection_->fail("sending PING");
-    }
+    connection_->send_only({{"PING"}});
     ping_sent_ = now;
   }
 
@@ -401,6 +385,12 @@ Subscription Subscriber::subscribe(const std::string& channel, MessageHandler on
     });
   }
   return subscription;
+}
+
+void refuse_subscribing_after_fork(const std::string& endpoint, const std::string& channel) {
+  throw ConnectionError("redis " + endpoint + ": cannot subscribe to '" + channel +
+                        "': this executor was made before fork(), and its subscriber thread stayed in the "
+                        "parent; a lock service cannot be shared across fork(): create a new one in the child");
 }
 
 }  // namespace dlock::detail

@@ -171,20 +171,101 @@ class Value {
     return Millis{integer(min, max, "an integer number of milliseconds")};
   }
 
+  bool boolean() const {
+    const std::string value = text();
+    return guarded([&] { return detail::parse_boolean(value); });
+  }
+
+  // A list of host:port, or one value with them separated by commas (so that
+  // one ${VAR} can hold them all). At least one.
+  std::vector<NodeAddress> addresses(std::string_view example) const {
+    std::vector<std::string> texts;
+    if (entry_.value.IsSequence()) {
+      for (std::size_t i = 0; i < entry_.value.size(); ++i) {
+        const YAML::Node item = entry_.value[i];
+        if (!item.IsScalar()) {
+          fail("item " + std::to_string(i + 1) + " is " + kind_of(item) + "; expected host:port");
+        }
+        texts.push_back(guarded([&] { return detail::expand_env(item.Scalar()); }));
+      }
+    } else {
+      const std::string all = text();
+      for (std::size_t start = 0; start <= all.size();) {
+        const std::size_t comma = std::min(all.find(',', start), all.size());
+        texts.push_back(all.substr(start, comma - start));
+        start = comma + 1;
+      }
+    }
+    std::vector<NodeAddress> out;
+    for (std::string& item : texts) {
+      const auto first = item.find_first_not_of(' ');
+      item = first == std::string::npos ? "" : item.substr(first, item.find_last_not_of(' ') - first + 1);
+      if (item.empty()) continue;
+      out.push_back(guarded([&] { return detail::parse_node_address(item); }));
+    }
+    if (out.empty()) fail("lists no server; give at least one host:port, for example " + std::string(example));
+    return out;
+  }
+
+  int line() const { return entry_.line(); }
+
  private:
   const Entry& entry_;
   const Source& source_;
 };
 
+struct Setting;
+using Settings = std::vector<Setting>;
+
 struct Setting {
   std::string_view name;
   std::function<void(const Value&, Config&)> apply;
+  // Set for a section inside a section (redis.tls): its value is a map of these.
+  const Settings& (*section)() = nullptr;
 };
 
-using Settings = std::vector<Setting>;
+const Settings& tls_settings() {
+  static const Settings settings{
+      {"enabled", [](const Value& v, Config& c) { c.redis.tls.enabled = v.boolean(); }},
+      {"ca_file", [](const Value& v, Config& c) { c.redis.tls.ca_file = v.text(); }},
+      {"cert_file", [](const Value& v, Config& c) { c.redis.tls.cert_file = v.text(); }},
+      {"key_file", [](const Value& v, Config& c) { c.redis.tls.key_file = v.text(); }},
+      {"server_name", [](const Value& v, Config& c) { c.redis.tls.server_name = v.text(); }},
+      {"verify", [](const Value& v, Config& c) { c.redis.tls.verify = v.boolean(); }},
+  };
+  return settings;
+}
+
+const Settings& sentinel_settings() {
+  static const Settings settings{
+      {"master_name",
+       [](const Value& v, Config& c) { c.redis.sentinel.master_name = v.non_empty_text("mymaster"); }},
+      {"nodes",
+       [](const Value& v, Config& c) { c.redis.sentinel.nodes = v.addresses("[\"127.0.0.1:26379\"]"); }},
+      {"username", [](const Value& v, Config& c) { c.redis.sentinel.username = v.text(); }},
+      {"password", [](const Value& v, Config& c) { c.redis.sentinel.password = v.text(); }},
+  };
+  return settings;
+}
+
+const Settings& cluster_settings() {
+  static const Settings settings{
+      {"nodes", [](const Value& v, Config& c) { c.redis.cluster.nodes = v.addresses("[\"127.0.0.1:7000\"]"); }},
+  };
+  return settings;
+}
+
+RedisMode mode_from(const Value& v) {
+  const std::string name = v.text();
+  if (name == "standalone") return RedisMode::standalone;
+  if (name == "sentinel") return RedisMode::sentinel;
+  if (name == "cluster") return RedisMode::cluster;
+  v.fail("\"" + name + "\" is not a mode; use standalone, sentinel or cluster");
+}
 
 const Settings& redis_settings() {
   static const Settings settings{
+      {"mode", [](const Value& v, Config& c) { c.redis.mode = mode_from(v); }},
       {"url",
        [](const Value& v, Config& c) {
          const auto url = v.guarded([&] { return detail::parse_redis_url(v.raw_text()); });
@@ -193,6 +274,7 @@ const Settings& redis_settings() {
          c.redis.username = url.username;
          c.redis.password = url.password;
          c.redis.database = url.database;
+         if (url.tls) c.redis.tls.enabled = true;
        }},
       {"host", [](const Value& v, Config& c) { c.redis.host = v.non_empty_text("127.0.0.1"); }},
       {"port",
@@ -213,6 +295,9 @@ const Settings& redis_settings() {
        [](const Value& v, Config& c) {
          c.redis.pool_size = static_cast<std::size_t>(v.integer(1, 1024, "a number of connections"));
        }},
+      {"tls", nullptr, &tls_settings},
+      {"sentinel", nullptr, &sentinel_settings},
+      {"cluster", nullptr, &cluster_settings},
   };
   return settings;
 }
@@ -225,6 +310,10 @@ const Settings& lock_settings() {
                                                "with the application's own keys)");
          if (prefix.size() > 256) {
            v.fail("is " + std::to_string(prefix.size()) + " bytes long; use at most 256 bytes");
+         }
+         if (prefix.find_first_of("{}") != std::string::npos) {
+           v.fail("holds a brace; each lock key is put in braces after the prefix (a Redis Cluster hash tag), "
+                  "and a brace in the prefix would take their place: use a prefix without '{' or '}'");
          }
          c.lock.key_prefix = std::move(prefix);
        }},
@@ -245,6 +334,12 @@ const Settings& lock_settings() {
        }},
       {"fence_retention_ms",
        [](const Value& v, Config& c) { c.lock.fence_retention = v.millis(100, 3153600000000LL); }},
+      {"replica_acks",
+       [](const Value& v, Config& c) {
+         c.lock.replica_acks = static_cast<int>(v.integer(0, 100, "a number of replicas"));
+       }},
+      {"replica_ack_timeout_ms",
+       [](const Value& v, Config& c) { c.lock.replica_ack_timeout = v.millis(1, 60000); }},
   };
   return settings;
 }
@@ -291,8 +386,12 @@ void reject_url_conflicts(const std::vector<Entry>& entries, const Source& sourc
   }
 }
 
-void read_section(const Entry& section, const Settings& settings, const Source& source,
-                  Config& config) {
+// Where each setting given was, by its path below the file's dlock section
+// ("redis.mode"), for the checks that involve more than one setting.
+using SeenLines = std::map<std::string, int>;
+
+void read_section(const Entry& section, const std::string& relative_path, const Settings& settings,
+                  const Source& source, Config& config, SeenLines& seen) {
   // `redis:` with nothing under it is an empty section: all defaults.
   if (section.value.IsNull()) return;
   if (!section.value.IsMap()) {
@@ -300,7 +399,7 @@ void read_section(const Entry& section, const Settings& settings, const Source& 
                                     kind_of(section.value));
   }
   const auto entries = entries_of(section.value, section.path, source);
-  if (section.path == "redis") reject_url_conflicts(entries, source);
+  if (&settings == &redis_settings()) reject_url_conflicts(entries, source);
   for (const auto& entry : entries) {
     const auto setting = std::find_if(settings.begin(), settings.end(), [&](const Setting& s) {
       return s.name == entry.key.Scalar();
@@ -311,9 +410,83 @@ void read_section(const Entry& section, const Settings& settings, const Source& 
                                     unknown_name_hint(entry.key.Scalar(), known) +
                                     "; known settings in " + section.path + ": " + join(known));
     }
+    const std::string relative = relative_path + "." + entry.key.Scalar();
     // A setting written without a value (`port:`) keeps its default.
     if (entry.value.IsNull()) continue;
-    setting->apply(Value(entry, source), config);
+    seen[relative] = entry.line();
+    if (setting->section != nullptr) {
+      read_section(entry, relative, setting->section(), source, config, seen);
+    } else {
+      setting->apply(Value(entry, source), config);
+    }
+  }
+}
+
+// The rules that tie settings together, checked once the whole file is read.
+// `path` is the dlock section's dotted path ("" for the whole file).
+void check_combinations(const Config& config, const SeenLines& seen, const std::string& path,
+                        const Source& source) {
+  const auto full = [&](const std::string& relative) { return path.empty() ? relative : path + "." + relative; };
+  const auto line = [&](const std::string& relative) {
+    const auto it = seen.find(relative);
+    return it == seen.end() ? 0 : it->second;
+  };
+  const auto given = [&](const std::string& relative) { return seen.count(relative) != 0; };
+  const RedisMode mode = config.redis.mode;
+  const std::string mode_text = std::string("redis.mode is ") + mode_name(mode);
+
+  for (const auto& [section, wanted] : {std::pair{std::string("redis.sentinel"), RedisMode::sentinel},
+                                        std::pair{std::string("redis.cluster"), RedisMode::cluster}}) {
+    if (given(section) && mode != wanted) {
+      source.fail(line(section), full(section) + ": is set but " + mode_text + "; add `mode: " +
+                                     mode_name(wanted) + "` under redis, or remove " + full(section));
+    }
+  }
+  if (mode == RedisMode::sentinel && config.redis.sentinel.nodes.empty()) {
+    source.fail(line("redis.mode"), full("redis.sentinel.nodes") +
+                                        ": must list the Sentinels (host:port) when redis.mode is sentinel");
+  }
+  if (mode == RedisMode::cluster && config.redis.cluster.nodes.empty()) {
+    source.fail(line("redis.mode"), full("redis.cluster.nodes") +
+                                        ": must list at least one cluster node (host:port) when redis.mode is cluster");
+  }
+  if (mode != RedisMode::standalone) {
+    for (const char* name : {"redis.url", "redis.host", "redis.port"}) {
+      if (given(name)) {
+        source.fail(line(name), full(name) + ": not used when " + mode_text + " (the servers come from " +
+                                    full(std::string("redis.") + mode_name(mode) + ".nodes") +
+                                    "); remove it, and give the password as redis.password");
+      }
+    }
+  }
+  if (config.lock.replica_acks > 0 && config.lock.replica_ack_timeout >= config.redis.command_timeout) {
+    const std::string name = given("lock.replica_ack_timeout_ms") ? "lock.replica_ack_timeout_ms" : "lock.replica_acks";
+    source.fail(line(name), full("lock.replica_ack_timeout_ms") + ": " +
+                                std::to_string(config.lock.replica_ack_timeout.count()) +
+                                " ms must be shorter than redis.command_timeout_ms (" +
+                                std::to_string(config.redis.command_timeout.count()) +
+                                " ms): a WAIT that outlasts the command timeout breaks its connection");
+  }
+  if (mode == RedisMode::cluster && config.redis.database != 0) {
+    source.fail(line("redis.database"), full("redis.database") +
+                                            ": a Redis Cluster has only database 0; remove redis.database");
+  }
+  const TlsConfig& tls = config.redis.tls;
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    const std::string set = tls.cert_file.empty() ? "redis.tls.key_file" : "redis.tls.cert_file";
+    const std::string missing = tls.cert_file.empty() ? "redis.tls.cert_file" : "redis.tls.key_file";
+    source.fail(line(set), full(set) + ": is set without " + full(missing) +
+                               "; a client certificate needs both the certificate and its key");
+  }
+  if (!tls.enabled) {
+    for (const auto& [name, value] : {std::pair{"redis.tls.ca_file", &tls.ca_file},
+                                      std::pair{"redis.tls.cert_file", &tls.cert_file},
+                                      std::pair{"redis.tls.server_name", &tls.server_name}}) {
+      if (!value->empty()) {
+        source.fail(line(name), full(name) + ": is set but TLS is off; add `enabled: true` under redis.tls "
+                                             "(or use a rediss:// url), or remove it");
+      }
+    }
   }
 }
 
@@ -328,6 +501,7 @@ void read_document(const YAML::Node& root, const std::string& path, const Source
   }
   static const std::vector<std::pair<std::string_view, const Settings*>> sections{
       {"redis", &redis_settings()}, {"lock", &lock_settings()}, {"logging", &logging_settings()}};
+  SeenLines seen;
   for (const auto& entry : entries_of(root, path, source)) {
     const std::string& name = entry.key.Scalar();
     const auto section =
@@ -337,8 +511,9 @@ void read_document(const YAML::Node& root, const std::string& path, const Source
       source.fail(entry.line(), entry.path + ": unknown section" + unknown_name_hint(name, known) +
                                     "; known sections: " + join(known));
     }
-    read_section(entry, *section->second, source, config);
+    read_section(entry, name, *section->second, source, config, seen);
   }
+  check_combinations(config, seen, path, source);
 }
 
 // The node at the dotted `section` path ("dlock", "services.dlock") of a
@@ -515,6 +690,19 @@ void check_section_name(const std::string& section, const Source& source) {
 }
 
 }  // namespace
+
+const char* mode_name(RedisMode mode) {
+  switch (mode) {
+    case RedisMode::sentinel: return "sentinel";
+    case RedisMode::cluster: return "cluster";
+    default: return "standalone";
+  }
+}
+
+std::string to_string(const NodeAddress& address) {
+  const bool ipv6 = address.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + address.host + "]" : address.host) + ":" + std::to_string(address.port);
+}
 
 Config load_config(const std::filesystem::path& yaml) { return load_config(yaml, std::string()); }
 

@@ -10,8 +10,13 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+
+#include "dlock/errors.hpp"
+#include "dlock/redis_connection.hpp"
 
 namespace dlock::test {
 namespace {
@@ -33,7 +38,43 @@ std::string render(const redisReply* reply) {
   }
 }
 
+std::string render(const RedisReply& reply) {
+  switch (reply.type) {
+    case RedisReply::Type::Integer: return std::to_string(reply.integer);
+    case RedisReply::Type::Nil: return "(nil)";
+    case RedisReply::Type::Array: {
+      std::string joined;
+      for (size_t i = 0; i < reply.elements.size(); ++i) {
+        if (i) joined += ' ';
+        joined += render(reply.elements[i]);
+      }
+      return joined;
+    }
+    default: return reply.str;
+  }
+}
+
+struct CertificateDir {
+  CertificateDir() {
+    char pattern[] = "/tmp/dlock-test-certs-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path = pattern;
+    const std::string command = (source_dir() / "scripts" / "make_test_certs.sh").string() + " " + path.string();
+    if (std::system(command.c_str()) != 0) throw std::runtime_error("scripts/make_test_certs.sh failed; is openssl installed?");
+  }
+  ~CertificateDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::filesystem::path path;
+};
+
 }  // namespace
+
+const std::filesystem::path& test_certificates() {
+  static const CertificateDir made;
+  return made.path;
+}
 
 int free_loopback_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -54,10 +95,19 @@ int free_loopback_port() {
 
 std::filesystem::path source_dir() { return DLOCK_SOURCE_DIR; }
 
-RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
+RedisServer::RedisServer(std::vector<std::string> extra_args, std::optional<ServerTls> tls)
+    : RedisServer(std::move(extra_args), "", std::move(tls)) {}
+
+RedisServer::RedisServer(std::vector<std::string> extra_args, const std::string& config_text,
+                         std::optional<ServerTls> tls)
+    : extra_args_(std::move(extra_args)), tls_(std::move(tls)) {
   char pattern[] = "/tmp/dlock-test-redis-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = pattern;
+  if (!config_text.empty()) {
+    config_file_ = (dir_ / "redis.conf").string();
+    std::ofstream(config_file_) << config_text;
+  }
   // Another test may grab the port between our probe and redis' bind: retry with a new one.
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = free_loopback_port();
@@ -83,9 +133,21 @@ void RedisServer::start() {
 }
 
 void RedisServer::launch() {
-  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
+  std::vector<std::string> args = {"redis-server"};
+  if (!config_file_.empty()) args.push_back(config_file_);
+  args.insert(args.end(), {"--port", std::to_string(port_), "--bind", "127.0.0.1",
                                    "--save", "", "--appendonly", "no", "--dir", dir_.string(),
-                                   "--logfile", (dir_ / "redis.log").string(), "--daemonize", "no"};
+                                   "--logfile", (dir_ / "redis.log").string(), "--daemonize", "no"});
+  if (tls_) {
+    const auto& certs = test_certificates();
+    const std::vector<std::string> tls_args = {
+        "--port", "0", "--tls-port", std::to_string(port_),
+        "--tls-cert-file", (certs / (tls_->certificate + ".pem")).string(),
+        "--tls-key-file", (certs / (tls_->certificate + ".key")).string(),
+        "--tls-ca-cert-file", (certs / "client-ca.pem").string(),
+        "--tls-auth-clients", tls_->auth_clients ? "yes" : "no"};
+    args.insert(args.end(), tls_args.begin(), tls_args.end());
+  }
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -111,6 +173,19 @@ void RedisServer::launch() {
 }
 
 bool RedisServer::answers_ping() const {
+  if (tls_) {
+    // Over dlock's own TLS transport, with verification off: an expired or misnamed certificate is up all the same.
+    RedisConfig redis = config().redis;
+    redis.tls.verify = false;
+    redis.connect_timeout = Millis(200);
+    try {
+      dlock::detail::RedisConnection connection(redis);
+      connection.command({"PING"});
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
   timeval timeout{0, 200000};
   redisContext* c = redisConnectWithTimeout(host_.c_str(), port_, timeout);
   if (c == nullptr) return false;
@@ -156,6 +231,17 @@ void RedisServer::kill() {
 }
 
 std::string RedisServer::run(const std::vector<std::string>& argv) const {
+  if (tls_) {
+    RedisConfig redis = config().redis;
+    redis.tls.verify = false;
+    redis.connect_timeout = redis.command_timeout = Millis(2000);
+    try {
+      dlock::detail::RedisConnection connection(redis);
+      return render(connection.command(argv));
+    } catch (const ConnectionError& error) {
+      throw std::runtime_error(std::string("test client cannot reach redis over TLS: ") + error.what());
+    }
+  }
   timeval timeout{2, 0};
   redisContext* c = redisConnectWithTimeout(host_.c_str(), port_, timeout);
   if (c == nullptr || c->err) {
@@ -185,6 +271,14 @@ Config RedisServer::config() const {
   config.redis.command_timeout = Millis(1000);
   config.redis.pool_size = 8;
   config.logging.level = "warn";
+  if (tls_) {
+    config.redis.tls.enabled = true;
+    config.redis.tls.ca_file = (test_certificates() / "ca.pem").string();
+    if (tls_->auth_clients) {
+      config.redis.tls.cert_file = (test_certificates() / "client.pem").string();
+      config.redis.tls.key_file = (test_certificates() / "client.key").string();
+    }
+  }
   return config;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,10 +16,24 @@
 
 namespace dlock::test {
 
+// The certificates scripts/make_test_certs.sh makes, generated once per
+// process into a temporary directory (removed at exit).
+const std::filesystem::path& test_certificates();
+
+// A server that speaks TLS only: port() is its tls-port, its plaintext port is off.
+struct ServerTls {
+  std::string certificate = "server";  // of test_certificates(): "server", "expired" or "wrong-name"
+  bool auth_clients = false;           // demand a client certificate signed by client-ca.pem
+};
+
 class RedisServer {
  public:
   // extra_args are passed to redis-server as they are, e.g. {"--requirepass", "s3cret"}.
-  explicit RedisServer(std::vector<std::string> extra_args = {});
+  explicit RedisServer(std::vector<std::string> extra_args = {}, std::optional<ServerTls> tls = std::nullopt);
+  // As above, with a config file of `config_text` in the server's directory
+  // given first (a Sentinel needs one, and rewrites it; it survives restarts).
+  RedisServer(std::vector<std::string> extra_args, const std::string& config_text,
+              std::optional<ServerTls> tls = std::nullopt);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -42,7 +57,9 @@ class RedisServer {
   // as its message, an array as its elements joined by ' '.
   std::string run(const std::vector<std::string>& argv) const;
 
-  // A Config that points at this server, with short timeouts suited to tests.
+  // A Config that points at this server, with short timeouts suited to tests;
+  // for a TLS server with TLS on, trusting ca.pem (and, when it demands one,
+  // presenting client.pem).
   Config config() const;
 
  private:
@@ -54,6 +71,8 @@ class RedisServer {
   pid_t pid_ = -1;
   std::filesystem::path dir_;
   std::vector<std::string> extra_args_;
+  std::string config_file_;  // empty: none
+  std::optional<ServerTls> tls_;
 };
 
 // A free TCP port on 127.0.0.1 at the moment of asking.

@@ -23,6 +23,12 @@ struct LockConfig {
   // How long a lock's fencing counter outlives its last seeding; then the
   // next acquisition seeds it again from the server's clock (see scripts).
   Millis fence_retention{7LL * 24 * 3600 * 1000};
+  // After an acquisition and after each renewal, WAIT until this many
+  // replicas acknowledged the write (0: do not wait). An acquisition fewer
+  // replicas acknowledged within replica_ack_timeout is released and counts
+  // as not had; a renewal as not done.
+  int replica_acks = 0;
+  Millis replica_ack_timeout{100};
 };
 
 struct BlockOptions;

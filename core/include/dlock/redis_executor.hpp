@@ -79,7 +79,10 @@ class RedisExecutor {
   }
 
   // Sends the commands in one round trip and returns their replies in order.
-  // Throws ConnectionError as command() does. Thread-safe.
+  // Throws ConnectionError as command() does. Thread-safe. An executor over
+  // several servers (Cluster) sends each server its share; when one failed
+  // midway and others answered, that one's commands get an error reply
+  // starting "DLOCK_UNREACHABLE" instead of an exception.
   virtual std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) = 0;
 
   // As pipeline(), for the watchdog's renewals: never queued behind other
@@ -104,6 +107,20 @@ class RedisExecutor {
 
   // "host:port", for messages.
   virtual std::string endpoint() const = 0;
+
+  // Script calls whose keys are in the same group may be packed into one call
+  // (the watchdog's renew_many): a Redis Cluster's hash slot, since one
+  // script's keys must share a slot there; 0 for every key of one server.
+  virtual std::uint32_t script_group(std::string_view key) const {
+    (void)key;
+    return 0;
+  }
+
+  // For what is per server rather than per key (SCAN's cursor): calls `visit`
+  // once for each master with an executor that sends everything to that
+  // master alone (subscribe() excepted). One server: `visit(*this)`.
+  // Throws ConnectionError as command() does.
+  virtual void for_each_master(const std::function<void(RedisExecutor& master)>& visit) { visit(*this); }
 };
 
 }  // namespace dlock

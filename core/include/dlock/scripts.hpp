@@ -30,6 +30,7 @@
 // alive), at most a few times in a row ahead of older waiters of other processes.
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <span>
@@ -56,20 +57,49 @@ extern const Script kForceReleaseScript;
 // Error replies of the scripts start with this, then the key's actual type.
 inline constexpr std::string_view kWrongTypeError = "DLOCK_WRONGTYPE";
 
+// lock.replica_acks: after a script's writes, WAIT on the connection that
+// made them until this many replicas have them, at most `timeout`.
+struct ReplicaAcknowledgement {
+  int replicas = 0;  // 0: no WAIT
+  std::chrono::milliseconds timeout{100};
+};
+
+// Error replies standing for a call whose writes too few replicas acknowledged.
+inline constexpr std::string_view kNotAcknowledgedError = "DLOCK_NOT_ACKNOWLEDGED";
+
 // Runs scripts by SHA. The SHA of each script is learnt from SCRIPT LOAD;
 // after a NOSCRIPT (Redis restarted, SCRIPT FLUSH) the script is loaded again
 // and the call retried once. Thread-safe.
 class ScriptRunner {
  public:
-  explicit ScriptRunner(RedisExecutor& redis) : redis_(redis) {}
+  explicit ScriptRunner(RedisExecutor& redis, ReplicaAcknowledgement acknowledgement = {})
+      : redis_(redis), acknowledgement_(acknowledgement) {}
 
   // Loads every script now; throws ConnectionError when Redis is unreachable.
   void load_all();
 
   RedisReply run(const Script& script, std::span<const std::string_view> keys, std::span<const std::string_view> args);
 
+  // As run(), and with lock.replica_acks set, WAIT right after it in the same
+  // round trip: a reply whose writes fewer replicas acknowledged comes back
+  // as an error reply starting with kNotAcknowledgedError (the writes stand
+  // on the master; the caller undoes them if it must).
+  // `must_reach_replicas` says which replies stand for writes that count
+  // only when acknowledged (default: every reply that is not an error).
+  using ReplyTest = bool (*)(const RedisReply&);
+  RedisReply run_acknowledged(const Script& script, std::span<const std::string_view> keys,
+                              std::span<const std::string_view> args, ReplyTest must_reach_replicas = nullptr);
+
+  bool acknowledges() const { return acknowledgement_.replicas > 0; }
+
+  // Which calls may share one script call: see RedisExecutor::script_group.
+  std::uint32_t group_of(std::string_view key) const { return redis_.script_group(key); }
+
   // One round trip for many calls of the same script (the watchdog's
-  // renewals), on the executor's urgent path, given up at `deadline`.
+  // renewals), on the executor's urgent path, given up at `deadline`. With
+  // lock.replica_acks set, a WAIT follows the last call of each script group
+  // (group_of), and a call too few replicas acknowledged answers as
+  // run_acknowledged says.
   std::vector<RedisReply> run_pipelined(const Script& script,
                                         const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
                                         std::chrono::steady_clock::time_point deadline);
@@ -81,8 +111,15 @@ class ScriptRunner {
   static RedisCommand evalsha(std::string_view sha, const std::vector<std::string>& keys,
                               const std::vector<std::string>& args);
   static bool is_noscript(const RedisReply& reply);
+  // The commands of `calls` (groups[i]: call i's script group), with a WAIT
+  // after each group's last call when acknowledgement is asked for.
+  std::vector<RedisCommand> with_waits(std::vector<RedisCommand> calls, const std::vector<std::uint32_t>& groups) const;
+  // The replies of with_waits' commands, one per call, each judged by its group's WAIT.
+  std::vector<RedisReply> fold_waits(std::vector<RedisReply> replies, const std::vector<std::uint32_t>& groups,
+                                     ReplyTest must_reach_replicas = nullptr) const;
 
   RedisExecutor& redis_;
+  const ReplicaAcknowledgement acknowledgement_;
   std::mutex mutex_;
   std::map<const Script*, std::string> shas_;  // guarded by mutex_; an entry, once made, never changes
 };

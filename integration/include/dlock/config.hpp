@@ -2,15 +2,72 @@
 // The whole configuration of a dlock service, as read from YAML by load_config.
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "dlock/lock_options.hpp"
 
 namespace dlock {
 
+// How the servers named in `redis:` are deployed.
+enum class RedisMode { standalone, sentinel, cluster };
+
+// "standalone", "sentinel" or "cluster".
+const char* mode_name(RedisMode mode);
+
+// One server's address, as a list setting ("127.0.0.1:26379") gives it.
+struct NodeAddress {
+  std::string host;
+  int port = 0;
+  bool operator==(const NodeAddress&) const = default;
+};
+
+// "host:port" ("[::1]:6379" for an IPv6 address).
+std::string to_string(const NodeAddress& address);
+
+// Config section `redis.tls:`. Applies to every connection dlock makes,
+// Sentinels included.
+struct TlsConfig {
+  bool enabled = false;     // also turned on by a rediss:// url
+  std::string ca_file;      // PEM bundle that verifies servers; empty = the system's store
+  std::string cert_file;    // client certificate (PEM), for servers that demand mutual TLS
+  std::string key_file;     // its private key (PEM); required with cert_file
+  std::string server_name;  // SNI and the name verified; empty = the host dialled
+  bool verify = true;       // false: no certificate check at all (logged as a warning)
+};
+
+// Config section `redis.sentinel:` (redis.mode: sentinel).
+struct SentinelConfig {
+  std::string master_name = "mymaster";
+  std::vector<NodeAddress> nodes;  // the Sentinels asked, in order
+  std::string username;            // the Sentinels' own AUTH, if any
+  std::string password;
+};
+
+// Config section `redis.cluster:` (redis.mode: cluster).
+struct ClusterConfig {
+  std::vector<NodeAddress> nodes;  // seeds; the rest of the cluster is discovered
+};
+
+// Where a connection goes when it is not redis.host:redis.port: set by the
+// Sentinel and Cluster executors (the current master, a node that answers),
+// never read from YAML.
+class EndpointSource {
+ public:
+  virtual ~EndpointSource() = default;
+  // The address the next connection dials.
+  virtual NodeAddress next() = 0;
+  // Changes whenever connections made before must be dropped (the master
+  // moved): a connection made at another epoch counts as broken.
+  virtual std::uint64_t epoch() const = 0;
+};
+
 // Config section `redis:`.
 struct RedisConfig {
+  RedisMode mode = RedisMode::standalone;
   std::string host = "127.0.0.1";
   int port = 6379;
   std::string username;  // Redis 6 ACL user; empty = the default user
@@ -19,6 +76,11 @@ struct RedisConfig {
   Millis connect_timeout{1000};
   Millis command_timeout{1000};
   std::size_t pool_size = 8;
+  TlsConfig tls;
+  SentinelConfig sentinel;
+  ClusterConfig cluster;
+  // Not from YAML; see EndpointSource. Null: host and port.
+  std::shared_ptr<EndpointSource> endpoint_source;
 };
 
 // Config section `logging:`.

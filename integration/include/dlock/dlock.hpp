@@ -1,6 +1,7 @@
 #pragma once
 // The front door: everything a service needs to use dlock.
 
+#include "dlock/cluster_executor.hpp"
 #include "dlock/config.hpp"
 #include "dlock/default_service.hpp"
 #include "dlock/distributed_mutex.hpp"
@@ -16,4 +17,5 @@
 #include "dlock/logging.hpp"
 #include "dlock/macros.hpp"
 #include "dlock/prometheus_text.hpp"
+#include "dlock/sentinel_executor.hpp"
 #include "dlock/version.hpp"

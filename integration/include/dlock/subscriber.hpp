@@ -41,4 +41,8 @@ class Subscriber {
   std::shared_ptr<State> state_;
 };
 
+// For an executor used in a fork child: its subscriber thread stayed in the
+// parent, so subscribing there can never work. Throws ConnectionError saying so.
+[[noreturn]] void refuse_subscribing_after_fork(const std::string& endpoint, const std::string& channel);
+
 }  // namespace dlock::detail

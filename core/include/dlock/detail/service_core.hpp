@@ -90,12 +90,21 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
                          Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
   // Whether the lock exists in Redis (false if Redis could not be asked): a waiter's look before its first sleep.
+  // Releases a grant that too few replicas acknowledged (lock.replica_acks).
+  void undo_unacknowledged_grant(std::string_view key, const LockNames& names, const std::string& id);
   bool still_held(const LockNames& names);
   [[noreturn]] void throw_reply_error(std::string_view key, const LockNames& names, const RedisReply& reply,
                                       std::string_view during) const;
   // Throws ConnectionError, naming the state, if Redis answered "not now" (LOADING, BUSY, ...):
   // callers wait that out as they wait out an outage.
   void throw_if_transient(std::string_view key, const RedisReply& reply, std::string_view during) const;
+  // Given the reply of a release of `lock`, runs it again while Redis answers
+  // with a passing state (a slot migrating, a long script: nothing ran) and
+  // the hold's validity lasts; returns the last reply either way. With
+  // `acknowledged_if`, each run is followed by a WAIT (run_acknowledged).
+  RedisReply retry_release(const HeldLock& lock, RedisReply reply, const Script& script,
+                           std::span<const std::string_view> keys, std::span<const std::string_view> args,
+                           ScriptRunner::ReplyTest acknowledged_if = nullptr);
 
   const std::shared_ptr<RedisExecutor> redis_;
   const LockConfig config_;
