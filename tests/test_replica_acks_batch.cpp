@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "replicated_pair.hpp"
 #include "services.hpp"
 #include "tcp_proxy.hpp"
 
@@ -21,28 +22,10 @@ using dlock::test::RedisServer;
 
 namespace {
 
-std::string info_field(const RedisServer& server, const std::string& field) {
-  const std::string info = server.run({"INFO", "replication"});
-  const auto at = info.find(field + ":");
-  if (at == std::string::npos) return "";
-  const auto start = at + field.size() + 1;
-  return info.substr(start, info.find_first_of("\r\n", start) - start);
-}
-
-struct SlowPair {
-  RedisServer master;
-  dlock::test::TcpProxy link{master.port()};
-  RedisServer replica{{"--replicaof", "127.0.0.1", std::to_string(link.port())}};
-  SlowPair() {
-    REQUIRE(dlock::test::eventually([&] { return info_field(replica, "master_link_status") == "up"; }));
-    REQUIRE(dlock::test::eventually([&] { return info_field(master, "connected_slaves") == "1"; }));
-  }
-};
-
 // Holds `per_thread` watchdog-renewed locks on each of `threads` threads, taken
 // at once while the replica is quick (so their renewals fall due together, in
 // one batch), and reports what the service says 7 s after the replica slowed.
-dlock::LockStats hold_and_watch(SlowPair& pair, int threads, int per_thread, const std::string& tag) {
+dlock::LockStats hold_and_watch(dlock::test::ReplicatedPair& pair, int threads, int per_thread, const std::string& tag) {
   auto service = dlock::test::make_service(pair.master, [](dlock::Config& c) {
     c.lock.replica_acks = 1;
     c.lock.replica_ack_timeout = 900ms;  // below command_timeout (1000 ms), as required
@@ -88,7 +71,7 @@ dlock::LockStats hold_and_watch(SlowPair& pair, int threads, int per_thread, con
 }  // namespace
 
 TEST_CASE("review: with replica_acks a renewal batch whose WAITs add up past command_timeout is still renewed", "[replica_acks]") {
-  SlowPair pair;
+  dlock::test::ReplicatedPair pair;
   // Control: 60 locks, one renew_many call and one WAIT per round: renewed, nothing lost.
   const dlock::LockStats small = hold_and_watch(pair, 3, 20, "small");
   CHECK(small.lost == 0);

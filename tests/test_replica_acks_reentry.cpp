@@ -8,35 +8,15 @@
 #include <iostream>
 #include <thread>
 
+#include "replicated_pair.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
 using dlock::test::RedisServer;
 
-namespace {
-
-std::string info_field(const RedisServer& server, const std::string& field) {
-  const std::string info = server.run({"INFO", "replication"});
-  const auto at = info.find(field + ":");
-  if (at == std::string::npos) return "";
-  const auto start = at + field.size() + 1;
-  return info.substr(start, info.find_first_of("\r\n", start) - start);
-}
-
-struct Pair {
-  RedisServer master;
-  RedisServer replica{{"--replicaof", "127.0.0.1", std::to_string(master.port())}};
-  Pair() {
-    REQUIRE(dlock::test::eventually([&] { return info_field(replica, "master_link_status") == "up"; }));
-    REQUIRE(dlock::test::eventually([&] { return info_field(master, "connected_slaves") == "1"; }));
-  }
-};
-
-}  // namespace
-
 TEST_CASE("review: with replica_acks a fixed-lease lock re-entered for the watchdog is renewed, not lost",
           "[replica_acks]") {
-  Pair pair;
+  dlock::test::ReplicatedPair pair;
   for (const int acks : {0, 1}) {
     auto service = dlock::test::make_service(pair.master, [&](dlock::Config& c) {
       c.lock.replica_acks = acks;
@@ -66,7 +46,7 @@ TEST_CASE("review: with replica_acks a fixed-lease lock re-entered for the watch
 
 TEST_CASE("review: with replica_acks an acknowledged re-entry with a longer fixed lease extends the validity",
           "[replica_acks]") {
-  Pair pair;
+  dlock::test::ReplicatedPair pair;
   auto service = dlock::test::make_service(pair.master, [](dlock::Config& c) {
     c.lock.replica_acks = 1;
     c.lock.replica_ack_timeout = 200ms;
