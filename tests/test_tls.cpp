@@ -112,14 +112,14 @@ TEST_CASE("review: a pipeline of thousands of commands over TLS comes back in or
   dlock::test::RedisServer redis({}, dlock::test::ServerTls{});
   auto executor = dlock::make_executor(redis.config().redis);
   std::vector<dlock::RedisCommand> commands;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 1000; ++i) {  // 4 MB each way: far more than a socket buffer or a TLS record
     commands.push_back({"SET", "big:" + std::to_string(i), std::string(2000, static_cast<char>('a' + i % 26))});
     commands.push_back({"GET", "big:" + std::to_string(i)});
   }
   const auto replies = executor->pipeline(commands);
   REQUIRE(replies.size() == commands.size());
   int wrong = 0;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     if (replies[2 * i].str != "OK" || replies[2 * i + 1].str != commands[2 * i][2]) ++wrong;
   }
   CHECK(wrong == 0);
