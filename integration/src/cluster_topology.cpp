@@ -69,15 +69,13 @@ ClusterTopology::ClusterTopology(RedisConfig config)
   for (std::size_t i = 0; i < seeds_.size(); ++i) description_ += (i ? "," : "") + to_string(seeds_[i]);
   for (auto& slot : slots_) slot.store(nullptr, std::memory_order_relaxed);
   subscriber_source_ = std::make_shared<Rotation>(seeds_);
-  // A fork while another thread holds these must not leave the child's copy locked.
-  hold_across_fork(refresh_mutex_);
-  hold_across_fork(mutex_);
+  // Not held across fork(): the map is read (and nodes, whose pools register
+  // with the fork guard, are made) while these are held, so holding them in
+  // the fork handler inverts that order (a deadlock TSan found). A child
+  // never uses the map: every call of a service refuses after fork().
 }
 
-ClusterTopology::~ClusterTopology() {
-  release_across_fork(mutex_);
-  release_across_fork(refresh_mutex_);
-}
+ClusterTopology::~ClusterTopology() = default;
 
 std::shared_ptr<EndpointSource> ClusterTopology::subscriber_source() const { return subscriber_source_; }
 
