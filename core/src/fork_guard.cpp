@@ -11,8 +11,10 @@ namespace {
 std::atomic<unsigned> g_generation{0};  // atomic: read by any thread, written in a fork child
 std::mutex g_registry_mutex;             // guards g_registry; held from prepare to parent/child
 std::set<std::mutex*>& registry() {      // guarded by g_registry_mutex
-  static std::set<std::mutex*> mutexes;
-  return mutexes;
+  // Never destroyed: a thread still ending at exit (a pool's last owner)
+  // may erase from it after static destructors ran (a race TSan found).
+  static auto* const mutexes = new std::set<std::mutex*>();
+  return *mutexes;
 }
 
 void before_fork() {
