@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <set>
@@ -79,6 +80,31 @@ int other_master(int from) {
     if (port != from) return port;
   }
   return 0;
+}
+
+// Unlocks `guard` while a migration of its slot goes on for `migrating`,
+// then `finish`es it: the unlock throws nothing, and the lock is free after.
+void check_unlock_while_migrating(dlock::LockGuard& guard, const std::string& key, dlock::Millis migrating,
+                                  const std::function<void()>& finish) {
+  auto finisher = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(migrating);
+    finish();
+  });
+  const auto began = Clock::now();
+  std::string failure;
+  try {
+    guard.unlock();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
+  finisher.get();
+  INFO("took " << took << " ms; failure: " << failure);
+  CHECK(failure.empty());
+  // Whatever the unlock said, the lock must be free once the migration is over.
+  auto other = dlock::make_lock_service(cluster().config());
+  CHECK(other->try_lock(key, {.wait = 2s}));
+  cluster().wait_healthy();
 }
 
 }  // namespace
@@ -292,34 +318,15 @@ TEST_CASE("review: a holder's unlock while its slot migrates (keys already moved
   REQUIRE(guard);
 
   start_migration(slot, from, to);  // the lock and its fencing counter move; queue, alive, turn do not exist
-  auto finisher = std::async(std::launch::async, [&] {
-    std::this_thread::sleep_for(1000ms);
-    finish_migration(slot, from, to);
-  });
-  const auto began = Clock::now();
-  std::string failure;
-  try {
-    guard.unlock();
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
-  finisher.get();
-  INFO("took " << took << " ms; failure: " << failure);
-  CHECK(failure.empty());
-  // Whatever the unlock said, the lock must be free once the migration is over.
-  auto other = dlock::make_lock_service(cluster().config());
-  CHECK(other->try_lock(key, {.wait = 2s}));
-  cluster().wait_healthy();
+  check_unlock_while_migrating(guard, key, 1000ms, [&] { finish_migration(slot, from, to); });
 }
 
 TEST_CASE("review: a lock whose slot is marked migrating, none of its keys moved, can be released", "[cluster]") {
-  // README: TRYAGAIN comes when "a lock's keys [are] split between the two
-  // nodes mid-migration". In fact the source answers TRYAGAIN to any script
-  // naming a key it lacks while the slot is MIGRATING; queue, alive and turn
-  // of an uncontended lock never exist, so every script of every lock in the
-  // slot is refused for the whole migration, and a release gives up after the
-  // command timeout, leaving the lock held for its whole lease.
+  // The source answers TRYAGAIN to any script naming a key it lacks while
+  // the slot is MIGRATING; queue, alive and turn of an uncontended lock never
+  // exist, so every script of every lock in the slot is refused for the whole
+  // migration: a release must wait that out, not give up after the command
+  // timeout and leave the lock held for its whole lease.
   const std::string key = "rv-none-moved";
   const std::uint16_t slot = slot_of(key);
   const int from = cluster().master_port(slot);
@@ -330,25 +337,10 @@ TEST_CASE("review: a lock whose slot is marked migrating, none of its keys moved
   REQUIRE(guard);
   start_migration(slot, from, to, /*keys_too=*/false);
   // A migration of a slot with many keys takes a while; this one 1.5 s.
-  auto finisher = std::async(std::launch::async, [&] {
-    std::this_thread::sleep_for(1500ms);
+  check_unlock_while_migrating(guard, key, 1500ms, [&] {
     move_keys(slot, from, to);
     finish_migration(slot, from, to);
   });
-  std::string failure;
-  const auto began = Clock::now();
-  try {
-    guard.unlock();
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
-  finisher.get();
-  INFO("took " << took << " ms; failure: " << failure);
-  CHECK(failure.empty());
-  auto other = dlock::make_lock_service(cluster().config());
-  CHECK(other->try_lock(key, {.wait = 2s}));
-  cluster().wait_healthy();
 }
 
 TEST_CASE("review: an evicting master of a cluster is named at start-up, whichever master it is", "[cluster]") {
