@@ -125,16 +125,22 @@ TEST_CASE("remaining() reports the validity left by the local clock", "[watchdog
 }
 
 TEST_CASE("a short fixed lease is not reported lost while its validity lasts", "[watchdog]") {
-  // The watchdog's verdict comes ahead of the validity's end by at most a tenth of the lease.
+  // The watchdog's verdict comes ahead of the validity's end by at most a tenth of the lease:
+  // whenever lost() is seen true, the validity read after it must be within that tenth. The
+  // check holds however the threads are scheduled (the test waits on no timing of its own).
   dlock::test::RedisServer redis;
   auto service = dlock::test::make_service(redis);
-  auto guard = service->lock("short", {.lease = 25ms});
-  std::this_thread::sleep_for(3ms);
-  CHECK(guard.remaining() > 5ms);
-  CHECK_FALSE(guard.lost());
-  CHECK_NOTHROW(guard.unlock());
-  CHECK(redis.run({"EXISTS", "dlock:{short}"}) == "0");
-  CHECK(service->stats().lost == 0);
+  constexpr auto lease = 200ms;
+  auto guard = service->lock("short", {.lease = lease});
+  const auto give_up = std::chrono::steady_clock::now() + 10 * lease;
+  bool lost = false;
+  while (!lost && std::chrono::steady_clock::now() < give_up) {
+    lost = guard.lost();
+    const auto left = guard.remaining();
+    if (lost) CHECK(left <= lease / 10);
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(lost);  // a fixed lease that ran out while held is reported
 }
 
 TEST_CASE("a short watchdog lease that the config accepts is renewed", "[watchdog]") {
