@@ -18,24 +18,13 @@
 #include "dlock/dlock.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
+#include "alternating_blocks.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double block_us_per_cycle(dlock::RedisLockService& service, int cycles) {
-  const auto started = Clock::now();
-  for (int i = 0; i < cycles; ++i) {
-    dlock::LockGuard guard = service.lock("bench:cycle");
-    guard.unlock();
-  }
-  return std::chrono::duration<double, std::micro>(Clock::now() - started).count() / cycles;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using dlock::bench::block_us_per_cycle;
+using dlock::bench::median;
 
 }  // namespace
 

@@ -30,6 +30,15 @@ void check_ranges(const dlock::Config& config) {
       config.lock.wait.count() < 0) {
     std::abort();
   }
+  // Redlock: a majority over distinct nodes, and no restarted node trusted before the longest lease ran out.
+  const auto& redlock = config.redis.redlock;
+  if (config.redis.mode == dlock::RedisMode::redlock &&
+      (redlock.nodes.size() < 3 || redlock.nodes.size() > 15 || redlock.nodes.size() % 2 == 0 ||
+       redlock.restarted_node_delay.count() < 0 ||
+       (redlock.restarted_node_delay.count() > 0 && redlock.restarted_node_delay < config.lock.watchdog_timeout) ||
+       config.lock.replica_acks != 0)) {
+    std::abort();
+  }
 }
 
 }  // namespace

@@ -292,8 +292,9 @@ TEST_CASE("deployment settings that contradict each other are refused with the l
   CHECK_THAT(error_of(half_cert), StartsWith(at(half_cert, 4) + "redis.tls.cert_file: is set without redis.tls.key_file"));
   const auto tls_off = dir.write("redis:\n  tls:\n    ca_file: ca.pem\n");
   CHECK_THAT(error_of(tls_off), StartsWith(at(tls_off, 3) + "redis.tls.ca_file: is set but TLS is off"));
-  const auto bad_mode = dir.write("redis:\n  mode: redlock\n");
-  CHECK_THAT(error_of(bad_mode), StartsWith(at(bad_mode, 2) + "redis.mode: \"redlock\" is not a mode"));
+  const auto bad_mode = dir.write("redis:\n  mode: raft\n");
+  CHECK_THAT(error_of(bad_mode), StartsWith(at(bad_mode, 2) + "redis.mode: \"raft\" is not a mode; use standalone, "
+                                                               "sentinel, cluster or redlock"));
   const auto bad_node = dir.write("redis:\n  mode: cluster\n  cluster:\n    nodes: [\"127.0.0.1\"]\n");
   CHECK_THAT(error_of(bad_node), StartsWith(at(bad_node, 4) + "redis.cluster.nodes: expected host:port"));
   const auto bad_bool = dir.write("redis:\n  tls:\n    verify: maybe\n");
@@ -306,6 +307,115 @@ TEST_CASE("deployment settings that contradict each other are refused with the l
                                                                 "than redis.command_timeout_ms (100 ms)"));
   const auto acks = dir.write("lock:\n  replica_acks: -1\n");
   CHECK_THAT(error_of(acks), StartsWith(at(acks, 2) + "lock.replica_acks: -1 is out of range 0..100"));
+}
+
+TEST_CASE("a redlock section gives its nodes and restarted-node delay") {
+  NoOverrides env;
+  TempDir dir;
+  const auto redlock = dlock::load_config(dir.write(
+      "redis:\n  mode: redlock\n  password: pw\n  database: 2\n  redlock:\n"
+      "    nodes: [\"10.0.0.1:6379\", \"10.0.0.2:6379\", \"[::1]:6381\"]\n    restarted_node_delay_ms: 60000\n"
+      "lock:\n  watchdog_timeout_ms: 45000\n"));
+  CHECK(redlock.redis.mode == dlock::RedisMode::redlock);
+  CHECK(std::string(dlock::mode_name(redlock.redis.mode)) == "redlock");
+  REQUIRE(redlock.redis.redlock.nodes.size() == 3);
+  CHECK(redlock.redis.redlock.nodes[0] == dlock::NodeAddress{"10.0.0.1", 6379});
+  CHECK(redlock.redis.redlock.nodes[2] == dlock::NodeAddress{"::1", 6381});
+  CHECK(redlock.redis.redlock.restarted_node_delay == dlock::Millis(60000));
+  CHECK(redlock.redis.password == "pw");
+  CHECK(redlock.redis.database == 2);
+
+  // One value with commas, as for cluster.nodes; the delay defaults to 30000, and 0 is for nodes that fsync always.
+  const auto defaults = dlock::load_config(dir.write(
+      "redis:\n  mode: redlock\n  redlock:\n    nodes: \"h1:6379, h2:6379, h3:6379, h4:6379, h5:6379\"\n"));
+  CHECK(defaults.redis.redlock.nodes.size() == 5);
+  CHECK(defaults.redis.redlock.restarted_node_delay == dlock::Millis(30000));
+  const auto fsync_always = dlock::load_config(
+      dir.write("redis:\n  mode: redlock\n  redlock:\n    nodes: [\"h1:1\", \"h2:1\", \"h3:1\"]\n"
+                "    restarted_node_delay_ms: 0\nlock:\n  watchdog_timeout_ms: 60000\n"));
+  CHECK(fsync_always.redis.redlock.restarted_node_delay == dlock::Millis(0));
+}
+
+TEST_CASE("a redlock node count without a clear majority is refused with the count and what to give") {
+  NoOverrides env;
+  TempDir dir;
+  const auto even = dir.write("redis:\n  mode: redlock\n  redlock:\n    nodes: [\"h1:1\", \"h2:1\", \"h3:1\", \"h4:1\"]\n");
+  CHECK_THAT(error_of(even), StartsWith(at(even, 4) + "redis.redlock.nodes: lists 4 nodes; give an odd number of "
+                                                      "independent masters, 3 or more, so that a majority is well "
+                                                      "defined"));
+  const auto one = dir.write("redis:\n  mode: redlock\n  redlock:\n    nodes: \"h1:1\"\n");
+  CHECK_THAT(error_of(one), StartsWith(at(one, 4) + "redis.redlock.nodes: lists 1 node; give an odd number") &&
+                                Contains("3 or more"));
+  std::string many;
+  for (int port = 1; port <= 17; ++port) many += (many.empty() ? "" : ",") + std::string("h:") + std::to_string(port);
+  const auto too_many = dir.write("redis:\n  mode: redlock\n  redlock:\n    nodes: \"" + many + "\"\n");
+  CHECK_THAT(error_of(too_many), StartsWith(at(too_many, 4) + "redis.redlock.nodes: lists 17 nodes; use at most 15") &&
+                                     Contains("goes to all the nodes"));
+  const auto none = dir.write("redis:\n  mode: redlock\n");
+  CHECK_THAT(error_of(none), StartsWith(at(none, 2) + "redis.redlock.nodes: must list the independent masters"));
+}
+
+TEST_CASE("a redlock node listed twice is refused, naming it") {
+  NoOverrides env;
+  TempDir dir;
+  const auto twice = dir.write("redis:\n  mode: redlock\n  redlock:\n    nodes: [\"h1:6379\", \"h2:6379\", \"h1:6379\"]\n");
+  CHECK_THAT(error_of(twice), StartsWith(at(twice, 4) + "redis.redlock.nodes: h1:6379 is listed twice") &&
+                                  Contains("count twice toward the majority"));
+  // Host names are compared without regard to case; another port is another server.
+  const auto cased = dir.write("redis:\n  mode: redlock\n  redlock:\n    nodes: \"Redis-A:1, b:1, redis-a:1\"\n");
+  CHECK_THAT(error_of(cased), StartsWith(at(cased, 4) + "redis.redlock.nodes: redis-a:1 is listed twice"));
+  CHECK(dlock::load_config(dir.write("redis:\n  mode: redlock\n  redlock:\n    nodes: \"h:1, h:2, h:3\"\n"))
+            .redis.redlock.nodes.size() == 3);
+}
+
+TEST_CASE("a redlock restarted-node delay must cover the longest lease") {
+  NoOverrides env;
+  TempDir dir;
+  const std::string nodes = "redis:\n  mode: redlock\n  redlock:\n    nodes: [\"h1:1\", \"h2:1\", \"h3:1\"]\n";
+  const auto negative = dir.write(nodes + "    restarted_node_delay_ms: -1\n");
+  CHECK(error_of(negative) == at(negative, 5) + "redis.redlock.restarted_node_delay_ms: -1 is out of range 0..86400000");
+  const auto word = dir.write(nodes + "    restarted_node_delay_ms: soon\n");
+  CHECK_THAT(error_of(word), StartsWith(at(word, 5) + "redis.redlock.restarted_node_delay_ms: expected an integer "
+                                                      "number of milliseconds"));
+  const auto short_delay = dir.write(nodes + "    restarted_node_delay_ms: 10000\nlock:\n  watchdog_timeout_ms: 20000\n");
+  const auto message = error_of(short_delay);
+  CHECK_THAT(message, StartsWith(at(short_delay, 5) + "redis.redlock.restarted_node_delay_ms: 10000 ms is shorter than "
+                                                      "lock.watchdog_timeout_ms (20000 ms)"));
+  CHECK_THAT(message, Contains("at least the longest lease") && Contains("appendfsync always"));
+  // The default delay (30000) is too short for a longer lease: the message points at the lease's line.
+  const auto long_lease = dir.write(nodes + "lock:\n  watchdog_timeout_ms: 60000\n");
+  CHECK_THAT(error_of(long_lease), StartsWith(at(long_lease, 6) + "redis.redlock.restarted_node_delay_ms: 30000 ms is "
+                                                                  "shorter than lock.watchdog_timeout_ms (60000 ms)"));
+}
+
+TEST_CASE("replica acknowledgement is refused in redlock mode: its nodes are independent masters") {
+  NoOverrides env;
+  TempDir dir;
+  const auto file = dir.write("redis:\n  mode: redlock\n  redlock:\n    nodes: [\"h1:1\", \"h2:1\", \"h3:1\"]\n"
+                              "lock:\n  replica_acks: 1\n");
+  const auto message = error_of(file);
+  CHECK_THAT(message, StartsWith(at(file, 6) + "lock.replica_acks: is 1 but must be 0 when redis.mode is redlock"));
+  CHECK_THAT(message, Contains("independent masters") && Contains("remove lock.replica_acks"));
+}
+
+TEST_CASE("a redlock section in another mode, and url, host or port in redlock mode, are refused") {
+  NoOverrides env;
+  TempDir dir;
+  const std::string section = "  redlock:\n    nodes: [\"h1:1\", \"h2:1\", \"h3:1\"]\n";
+  const auto standalone = dir.write("redis:\n  host: h\n" + section);
+  CHECK_THAT(error_of(standalone), StartsWith(at(standalone, 3) + "redis.redlock: is set but redis.mode is standalone; "
+                                                                  "add `mode: redlock` under redis, or remove "
+                                                                  "redis.redlock"));
+  const auto cluster = dir.write("redis:\n  mode: cluster\n  cluster:\n    nodes: [\"h:7000\"]\n" + section);
+  CHECK_THAT(error_of(cluster), StartsWith(at(cluster, 5) + "redis.redlock: is set but redis.mode is cluster"));
+  const auto host = dir.write("redis:\n  mode: redlock\n  host: 10.0.0.1\n" + section);
+  CHECK_THAT(error_of(host), StartsWith(at(host, 3) + "redis.host: not used when redis.mode is redlock (the servers "
+                                                      "come from redis.redlock.nodes)"));
+  const auto url = dir.write("redis:\n  mode: redlock\n  url: redis://:pw@10.0.0.1\n" + section);
+  CHECK_THAT(error_of(url), StartsWith(at(url, 3) + "redis.url: not used when redis.mode is redlock"));
+  const auto unknown = dir.write("redis:\n  mode: redlock\n" + section + "    restart_delay_ms: 1\n");
+  CHECK_THAT(error_of(unknown), StartsWith(at(unknown, 5) + "redis.redlock.restart_delay_ms: unknown setting") &&
+                                    Contains("nodes, restarted_node_delay_ms"));
 }
 
 TEST_CASE("a malformed redis url names the part that is wrong") {

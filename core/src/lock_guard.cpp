@@ -47,7 +47,10 @@ const std::string& LockGuard::key() const {
   return hold_ ? hold_->lock->key : kNone;
 }
 
-std::uint64_t LockGuard::fencing_token() const { return hold_ ? hold_->lock->fencing_token : 0; }
+std::uint64_t LockGuard::fencing_token() const {
+  if (!hold_) return 0;
+  return service_ ? service_->fencing_token(*hold_) : hold_->lock->fencing_token;
+}
 
 bool LockGuard::lost() const {
   if (!hold_) return false;

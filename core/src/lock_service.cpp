@@ -191,6 +191,12 @@ void ServiceCore::validate(std::string_view key, const LockOptions& options) con
     throw InvalidArgument(lock_label(key) + ": lease of " + std::to_string(options.lease->count()) +
                           " ms is not positive; pass a positive lease, or none to let the watchdog renew it");
   }
+  if (options.lease && config_.longest_lease > Millis(0) && *options.lease > config_.longest_lease) {
+    throw InvalidArgument(lock_label(key) + ": lease of " + std::to_string(options.lease->count()) +
+                          " ms is longer than a restarted Redlock node sits out (" +
+                          std::to_string(config_.longest_lease.count()) +
+                          " ms, redis.redlock.restarted_node_delay_ms); pass a shorter lease, or raise that setting");
+  }
 }
 
 void ServiceCore::throw_if_transient(std::string_view key, const RedisReply& reply, std::string_view during) const {
@@ -352,6 +358,12 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
   // A waiter re-confirms its place in line at least this often.
   const Millis refresh = config_.turn_window / 3;
 
+  // Over a Redlock, the place in line is this caller's first try, by its own clock, on every node alike.
+  const std::string arrival_arg =
+      scripts_.quorum() ? ' ' + std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                   std::chrono::system_clock::now().time_since_epoch())
+                                                   .count())
+                        : std::string();
   WaiterTable::Ticket ticket;
   long long last_nap_ms = 0;
   std::string unacknowledged;  // why the last grant did not count (lock.replica_acks), if it did not
@@ -360,7 +372,7 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
     RedisReply reply;
     try {
-      const std::string settings_arg = std::to_string(wait_left.count()) + ' ' + line_settings_;
+      const std::string settings_arg = std::to_string(wait_left.count()) + ' ' + line_settings_ + arrival_arg;
       const std::array<std::string_view, 3> args{id, lease_arg, settings_arg};
       reply = scripts_.run_acknowledged(kAcquireScript, script_keys, args, &is_grant);
       throw_if_transient(key, reply, "acquire");
@@ -596,7 +608,9 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
   // Not with lock.replica_acks: a lock handed over here would not be
   // acknowledged by its new holder; the next in line acquires it, and WAITs.
-  WaiterTable::Offer offer = scripts_.acknowledges() ? WaiterTable::Offer() : waiters_.offer(names.channel(), lock->owner);
+  // Nor over a Redlock: a hand-off is one node's decision, and the nodes would each hand it to their own head.
+  WaiterTable::Offer offer = scripts_.acknowledges() || scripts_.quorum() ? WaiterTable::Offer()
+                                                                           : waiters_.offer(names.channel(), lock->owner);
   const std::string offer_arg =
       offer ? offer.owner() + ' ' + std::to_string(offer.lease_ms()) + ' ' +
                   (lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? '1' : '0')
@@ -678,6 +692,34 @@ void ServiceCore::leave_line(const LockNames& names, const std::string& id) {
   } catch (const Error& e) {
     logger_->debug("could not leave the line of '{}': {}", printable(names.lock()), e.what());
   }
+}
+
+std::uint64_t ServiceCore::fencing_token(const Hold& hold) {
+  const std::shared_ptr<HeldLock>& lock = hold.lock;
+  if (!scripts_.quorum() || lock->fence_raised.load()) return lock->fencing_token;
+  std::unique_lock io(lock->io);
+  if (lock->fence_raised.load()) return lock->fencing_token;
+  const std::string lost_message = lock_label(lock->key) +
+                                   " was lost before its fencing token could be raised on a majority of the Redlock's "
+                                   "nodes; the token must not be used: a later holder may hold a larger one";
+  if (hold.released.load() || lock->is_lost()) throw LockLostError(lost_message);
+  const LockNames names = names_for(lock->key);
+  const std::string token = std::to_string(lock->fencing_token);
+  const std::string retention = std::to_string(config_.fence_retention.count());
+  const std::array<std::string_view, 2> keys{names.lock(), names.fence()};
+  const std::array<std::string_view, 3> args{lock->owner, token, retention};
+  const RedisReply reply = scripts_.run(kRaiseFenceScript, keys, args);
+  throw_if_transient(lock->key, reply, "raise the fencing token");
+  if (is_integer(reply, 1)) {
+    lock->fence_raised = true;
+    return lock->fencing_token;
+  }
+  if (is_integer(reply, 0)) {
+    io.unlock();
+    handle_lost(lock, "raising its fencing token found it held by no majority");
+    throw LockLostError(lost_message);
+  }
+  throw_reply_error(lock->key, names, reply, "raise the fencing token");
 }
 
 int ServiceCore::hold_count(std::string_view key) const {

@@ -1,11 +1,16 @@
 #include "dlock/scripts.hpp"
 
+#include "dlock/detail/held_lock.hpp"
+#include "dlock/detail/in_parallel.hpp"
+#include "dlock/detail/quorum.hpp"
+
 #include "dlock/detail/small_buffer.hpp"
 #include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
 
 #include <algorithm>
 #include <charconv>
+#include <random>
 
 #include <string>
 
@@ -135,8 +140,12 @@ local function hand_turn(turn, channel, head, window, told)
 end
 -- Joins the line once, by arrival (`place`: the caller's arrival as the
 -- caller read it, nil when not in line), and renews the caller's presence in it.
-local function stay_in_line(queue, alive, id, window, place)
-  if not place then redis.call('ZADD', queue, now_us_text(), id) end
+-- `arrival` (µs, text), when the caller gives it, stands for the server's
+-- clock: a Redlock's nodes must order their lines alike, and the caller's one
+-- stamp, sent to all, does that where each node's own clock and the order
+-- requests reach it would not.
+local function stay_in_line(queue, alive, id, window, place, arrival)
+  if not place then redis.call('ZADD', queue, arrival or now_us_text(), id) end
   redis.call('ZADD', alive, now() + window, id, now(), '')
   local keep = 2 * window
   redis.call('PEXPIRE', queue, keep)
@@ -163,8 +172,9 @@ end
 
 }  // namespace
 
-// KEYS: lock, fence, queue, alive, turn. ARGV: acquisition id, lease_ms, "wait_ms window_ms retention_ms" (wait 0:
-// try once, stay out of line; window: the turn window; retention: the fencing counter's). A first acquisition
+// KEYS: lock, fence, queue, alive, turn. ARGV: acquisition id, lease_ms, "wait_ms window_ms retention_ms[ arrival_us]"
+// (wait 0: try once, stay out of line; window: the turn window; retention: the fencing counter's; arrival: the
+// caller's place in line, Redlock only, else the server's clock at its first try). A first acquisition
 // only: re-entry renews with a hold count. The settings the fast path does not need travel as one argument: each
 // argument costs the server as much as one call of the script.
 // Replies are scalars, never tables (Redis converts a table reply field by field, which cost the server as much as
@@ -189,8 +199,9 @@ if redis.call('EXISTS', lock, queue) == 0 then
 end
 )lua" + kPrelude + R"lua(
 local channel = lock .. ':released'
-local wait, window, retention = string.match(ARGV[3], '^(%d+) (%d+) (%d+)$')
+local wait, window, retention, arrival = string.match(ARGV[3], '^(%d+) (%d+) (%d+) ?(%d*)$')
 wait, window = tonumber(wait), tonumber(window)
+if arrival == '' then arrival = nil end
 if drawn ~= nil then
   local token, refused = settle_fence(fence, retention, drawn)
   if not token then return refused or not_a_counter(fence) end
@@ -228,13 +239,13 @@ if left ~= -2 then
     return token
   end
   -- Held by another: wait in line, no longer than its lease.
-  if wait > 0 then stay_in_line(queue, alive, id, window, place) end
+  if wait > 0 then stay_in_line(queue, alive, id, window, place, arrival) end
   return -1 - left
 end
 -- Free, with a line: it is the oldest live waiter's, however it became free
 -- (released, expired, its holder crashed). Anyone else tells that waiter so.
 -- A waiter renews its own place first, so that it is never taken for dead.
-if wait > 0 then stay_in_line(queue, alive, id, window, place) end
+if wait > 0 then stay_in_line(queue, alive, id, window, place, arrival) end
 local head, head_until = live_head(queue, alive, redis.call('ZRANGE', queue, 0, 0)[1])
 if head and head ~= id then
   hand_turn(turn, channel, head, window, told)
@@ -370,6 +381,25 @@ end
 return renewed
 )lua"};
 
+// KEYS: lock, fence. ARGV: acquisition id, token, retention_ms. Redlock only: a holder about to use its fencing
+// token (the largest of its granting majority's counters) raises each node's counter to it while it still holds
+// the lock there, so that any later holder, whose majority shares a node with this one's, draws a larger token.
+// Replies 1 raised (or already above), 0 not this acquisition's there.
+const Script kRaiseFenceScript{"raise_fence", R"lua(
+if redis.pcall('HEXISTS', KEYS[1], ARGV[1]) ~= 1 then return 0 end
+local current = redis.pcall('GET', KEYS[2])
+if type(current) == 'table' and current.err then
+  return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[2] .. ' is not a fencing counter')
+end
+local token = ARGV[2]
+if not current then
+  redis.call('SET', KEYS[2], token, 'PX', ARGV[3])
+elseif #current < #token or (#current == #token and current < token) then
+  redis.call('SET', KEYS[2], token, 'KEEPTTL')
+end
+return 1
+)lua"};
+
 // KEYS: lock, fence, queue, alive, turn. ARGV: window_ms. The operator's forced unlock: deletes the lock
 // whoever holds it, hands the turn to the oldest live waiter as a release does, and returns the owners removed
 // (token, hold count, ...).
@@ -388,7 +418,44 @@ redis.call('DEL', lock)
 return owners
 )lua"};
 
+ScriptRunner::ScriptRunner(RedisExecutor& redis, ReplicaAcknowledgement acknowledgement)
+    : redis_(redis), acknowledgement_(acknowledgement) {
+  for (RedisExecutor* node : redis.quorum_nodes()) {
+    nodes_.push_back(Node{node, std::make_unique<ScriptRunner>(*node, acknowledgement), node->endpoint()});
+  }
+}
+
+namespace {
+
+// A split vote's retry comes after a pause of the caller's own, so that callers who split once do not split again.
+long long split_vote_jitter_ms() {
+  thread_local std::minstd_rand random(std::random_device{}());
+  return std::uniform_int_distribution<long long>(1, 10)(random);
+}
+
+}  // namespace
+
 void ScriptRunner::load_all() {
+  if (quorum()) {
+    // Enough nodes to make a majority must have the scripts; the others load them when they come back.
+    const auto failures = in_parallel(nodes_.size(), [this](std::size_t i) { nodes_[i].scripts->load_all(); });
+    std::vector<NodeAnswer> answers;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      NodeAnswer answer{nodes_[i].endpoint, std::nullopt, {}, true};
+      if (failures[i]) {
+        answer.failure = message_of(failures[i]);
+      } else {
+        answer.reply = RedisReply{};
+      }
+      answers.push_back(std::move(answer));
+    }
+    const auto loaded = std::count_if(answers.begin(), answers.end(), [](const NodeAnswer& a) { return a.reply; });
+    if (static_cast<std::size_t>(loaded) < majority_of(nodes_.size())) {
+      throw ConnectionError("redlock: cannot load the scripts on a majority of the nodes: " + quorum_summary(answers) +
+                            "; check the nodes named (redis.redlock.nodes)");
+    }
+    return;
+  }
   for (const Script* script : {&kAcquireScript, &kReleaseScript, &kRenewScript, &kRenewManyScript, &kLeaveScript}) {
     load(*script);
   }
@@ -438,6 +505,7 @@ bool ScriptRunner::is_noscript(const RedisReply& reply) {
 
 RedisReply ScriptRunner::run(const Script& script, std::span<const std::string_view> keys,
                              std::span<const std::string_view> args) {
+  if (quorum()) return run_on_quorum(script, keys, args);
   // Views of the caller's strings, sent without a copy (lock() and unlock() run this on every call).
   SmallBuffer<std::string_view, 16> buffer(3 + keys.size() + args.size());
   const std::span<std::string_view> parts = buffer.span();
@@ -543,6 +611,7 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
   // the group's writes; one server: a single WAIT), after the group's last
   // call: a WAIT covers every write before it on its connection, and WAITs
   // in a row would each cost a replication round trip.
+  if (quorum()) return run_pipelined_on_quorum(script, calls, deadline);
   std::vector<RedisCommand> commands;
   std::vector<std::uint32_t> groups;
   commands.reserve(calls.size());
@@ -579,6 +648,129 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
     replies[retried_at[j]] = std::move(retried[j]);
   }
   return replies;
+}
+
+std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::span<const std::string_view> keys,
+                                                     std::span<const std::string_view> args) {
+  SmallBuffer<std::string_view, 16> buffer(3 + keys.size() + args.size());
+  const std::span<std::string_view> parts = buffer.span();
+  const std::string key_count = std::to_string(keys.size());
+  parts[0] = "EVALSHA";
+  parts[2] = key_count;
+  std::copy(keys.begin(), keys.end(), parts.begin() + 3);
+  std::copy(args.begin(), args.end(), parts.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
+
+  // Every node is sent its call before any reply is read: the round trips overlap.
+  std::vector<NodeAnswer> answers(nodes_.size());
+  std::vector<std::unique_ptr<PendingReply>> pending(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    answers[i].endpoint = nodes_[i].endpoint;
+    try {
+      parts[1] = nodes_[i].scripts->sha_of(script);
+      pending[i] = nodes_[i].redis->start(parts);
+    } catch (const ConnectionError& e) {
+      answers[i].failure = e.what();
+    }
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!pending[i]) continue;
+    try {
+      RedisReply reply = pending[i]->get();
+      // A node that lost its scripts (a restart, SCRIPT FLUSH) loads them and runs the call again.
+      if (is_noscript(reply)) reply = nodes_[i].scripts->run(script, keys, args);
+      answers[i].reply = std::move(reply);
+      answers[i].votes = nodes_[i].redis->may_vote();
+    } catch (const ConnectionError& e) {
+      answers[i].failure = e.what();
+    }
+  }
+  return answers;
+}
+
+RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std::string_view> keys,
+                                       std::span<const std::string_view> args) {
+  if (&script == &kAcquireScript) {
+    // The validity is counted from before the first node was sent the call.
+    const auto sent = std::chrono::steady_clock::now();
+    std::vector<NodeAnswer> answers = ask_every_node(script, keys, args);
+    long long lease_ms = 0;
+    std::from_chars(args[1].data(), args[1].data() + args[1].size(), lease_ms);
+    const Millis lease(lease_ms);
+    const bool validity_spent = std::chrono::steady_clock::now() - sent >= lease - clock_drift(lease);
+    AcquireOutcome outcome = combine_acquire(answers, validity_spent, split_vote_jitter_ms());
+    if (!outcome.to_undo.empty()) give_back(outcome.to_undo, keys, args);
+    if (outcome.outage) throw ConnectionError(*outcome.outage);
+    return std::move(outcome.reply);
+  }
+  const std::vector<NodeAnswer> answers = ask_every_node(script, keys, args);
+  if (&script == &kReleaseScript) return combine_release(answers);
+  if (&script == &kRenewScript) return combine_renew(answers);
+  if (&script == &kRenewManyScript) return combine_renew_many(answers, keys.size());
+  if (&script == &kLeaveScript) return combine_leave(answers);
+  if (&script == &kForceReleaseScript) return combine_force_release(answers);
+  if (&script == &kRaiseFenceScript) return combine_renew(answers);
+  throw InvalidArgument("the " + std::string(script.name) + " script has no quorum rule");
+}
+
+void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, std::span<const std::string_view> keys,
+                             std::span<const std::string_view> acquire_args) {
+  // acquire's ARGV: id, lease, "wait window retention arrival"; release's: id, "window retention".
+  const std::string_view settings = acquire_args[2];
+  const std::size_t window_at = std::min(settings.size(), settings.find(' ') + 1);
+  const std::size_t retention_at = std::min(settings.size(), settings.find(' ', window_at) + 1);
+  const std::string_view line_settings = settings.substr(window_at, settings.find(' ', retention_at) - window_at);
+  std::vector<std::string> parts{"EVALSHA", "", std::to_string(keys.size())};
+  parts.insert(parts.end(), keys.begin(), keys.end());
+  parts.emplace_back(acquire_args[0]);
+  parts.emplace_back(line_settings);
+  std::vector<std::unique_ptr<PendingReply>> pending(nodes.size());
+  for (std::size_t j = 0; j < nodes.size(); ++j) {
+    try {
+      parts[1] = nodes_[nodes[j]].scripts->sha_of(kReleaseScript);
+      const std::vector<std::string_view> views(parts.begin(), parts.end());
+      pending[j] = nodes_[nodes[j]].redis->start(views);
+    } catch (const ConnectionError&) {
+      // Unreachable: what it granted, nobody renews; it idles out its lease.
+    }
+  }
+  for (auto& reply : pending) {
+    try {
+      if (reply) (void)reply->get();
+    } catch (const ConnectionError&) {
+    }
+  }
+}
+
+std::vector<RedisReply> ScriptRunner::run_pipelined_on_quorum(
+    const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
+    std::chrono::steady_clock::time_point deadline) {
+  if (&script != &kRenewManyScript) {
+    throw InvalidArgument("the " + std::string(script.name) + " script has no pipelined quorum rule");
+  }
+  std::vector<std::vector<RedisReply>> per_node(nodes_.size());
+  const auto failures = in_parallel(nodes_.size(), [&](std::size_t i) {
+    per_node[i] = nodes_[i].scripts->run_pipelined(script, calls, deadline);
+  });
+  std::vector<bool> votes(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) votes[i] = !failures[i] && nodes_[i].redis->may_vote();
+  std::vector<RedisReply> combined;
+  combined.reserve(calls.size());
+  for (std::size_t call = 0; call < calls.size(); ++call) {
+    std::vector<NodeAnswer> answers(nodes_.size());
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      answers[i].endpoint = nodes_[i].endpoint;
+      answers[i].votes = votes[i];
+      if (failures[i]) {
+        answers[i].failure = message_of(failures[i]);
+      } else if (call < per_node[i].size()) {
+        answers[i].reply = std::move(per_node[i][call]);
+      } else {
+        answers[i].failure = "no reply";
+      }
+    }
+    combined.push_back(combine_renew_many(answers, calls[call].first.size()));
+  }
+  return combined;
 }
 
 }  // namespace dlock::detail

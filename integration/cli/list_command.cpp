@@ -184,13 +184,15 @@ int list_command(std::span<char* const> args) {
   RedisExecutor& redis = *redis_executor;
   HolderDirectory holders(redis, config.lock.key_prefix);
   const std::string& prefix = config.lock.key_prefix;
-  // SCAN's cursor is per server: a cluster is scanned master by master.
+  // SCAN's cursor is per server: a cluster is scanned master by master, a Redlock node by node.
   std::vector<std::string> names;
   redis.for_each_master([&](RedisExecutor& master) {
     std::vector<std::string> found = scan_locks(master, prefix, pattern);
     names.insert(names.end(), found.begin(), found.end());
   });
   std::sort(names.begin(), names.end());
+  // A Redlock's nodes each hold every lock: one line per lock.
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   const std::vector<HeldLock> locks = read_locks(redis, holders, prefix, names);
 
   const std::string searched = "under prefix '" + prefix + "'" + (pattern == "*" ? "" : " matching '" + pattern + "'") +

@@ -5,18 +5,10 @@
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/redis_connection.hpp"
+#include "node_config.hpp"
 
 namespace dlock::detail {
 namespace {
-
-RedisConfig node_config(const RedisConfig& config, const NodeAddress& address) {
-  RedisConfig node = config;
-  node.mode = RedisMode::standalone;
-  node.host = address.host;
-  node.port = address.port;
-  node.endpoint_source = nullptr;
-  return node;
-}
 
 bool contains(const std::vector<NodeAddress>& list, const NodeAddress& address) {
   return std::find(list.begin(), list.end(), address) != list.end();

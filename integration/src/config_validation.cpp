@@ -170,6 +170,34 @@ NodeAddress parse_node_address(std::string_view text) {
   return address;
 }
 
+void check_redlock_nodes(const std::vector<NodeAddress>& nodes) {
+  const auto same_node = [](const NodeAddress& a, const NodeAddress& b) {
+    return a.port == b.port && lower(a.host) == lower(b.host);
+  };
+  for (auto it = nodes.begin(); it != nodes.end(); ++it) {
+    if (std::any_of(nodes.begin(), it, [&](const NodeAddress& earlier) { return same_node(earlier, *it); })) {
+      throw InvalidValue(to_string(*it) + " is listed twice; each node must be a distinct independent master, or "
+                                          "one server would count twice toward the majority: remove the repeat");
+    }
+  }
+  const std::string given = "lists " + std::to_string(nodes.size()) + (nodes.size() == 1 ? " node" : " nodes");
+  if (nodes.size() < 3) {
+    throw InvalidValue(given + "; give an odd number of independent masters, 3 or more, so that a majority is well "
+                               "defined (3 keep working with one down, 5 with two)");
+  }
+  if (nodes.size() > max_redlock_nodes) {
+    throw InvalidValue(given + "; use at most " + std::to_string(max_redlock_nodes) +
+                       ": every acquisition, renewal and release goes to all the nodes, so each one adds "
+                       "connections and a reply to wait for without making the lock meaningfully safer (5 or 7 "
+                       "is usual)");
+  }
+  if (nodes.size() % 2 == 0) {
+    throw InvalidValue(given + "; give an odd number of independent masters, 3 or more, so that a majority is well "
+                               "defined: with an even count a split in half leaves neither side a majority, and the "
+                               "extra node adds no tolerance of failures; add or remove one");
+  }
+}
+
 bool parse_boolean(std::string_view text) {
   const std::string value = lower(text);
   if (value == "true" || value == "yes" || value == "on") return true;

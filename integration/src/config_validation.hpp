@@ -5,10 +5,12 @@
 // adds "FILE:LINE: setting: " in front, because only it knows where the text
 // came from (a YAML value, an environment variable, a Config built in code).
 
+#include <cstddef>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <spdlog/common.h>
 
@@ -43,6 +45,17 @@ RedisUrl parse_redis_url(std::string_view url);
 
 // "host:port" ("[::1]:6379" for IPv6); the port is required.
 NodeAddress parse_node_address(std::string_view text);
+
+// Every acquisition, renewal and release of a Redlock goes to all its nodes
+// at once, so each node adds connections and a reply to wait for on every
+// call; past a handful, more nodes add cost, not safety.
+inline constexpr std::size_t max_redlock_nodes = 15;
+
+// The nodes of redis.redlock.nodes: an odd number, 3..max_redlock_nodes, no
+// server twice (hosts compared without regard to case). The majority is
+// counted over this list, so a node listed twice would vote twice, and an
+// even count has no clean majority.
+void check_redlock_nodes(const std::vector<NodeAddress>& nodes);
 
 // true/false (also yes/no, on/off), without regard to case.
 bool parse_boolean(std::string_view text);

@@ -60,7 +60,9 @@ ConnectionPool::Lease ConnectionPool::borrow() {
       ++open_;
       lock.unlock();
       try {
-        return Lease(*this, std::make_unique<RedisConnection>(config_));
+        auto connection = std::make_unique<RedisConnection>(config_);
+        opened_.fetch_add(1, std::memory_order_acq_rel);
+        return Lease(*this, std::move(connection));
       } catch (...) {
         lock.lock();
         --open_;

@@ -7,6 +7,7 @@
 #include "dlock/errors.hpp"
 #include "dlock/hiredis_executor.hpp"
 #include "dlock/logging.hpp"
+#include "dlock/redlock_executor.hpp"
 #include "dlock/sentinel_executor.hpp"
 #include "tls_warning.hpp"
 
@@ -35,6 +36,11 @@ std::shared_ptr<RedisExecutor> make_executor(const RedisConfig& config, bool con
       if (connect) executor->connect();
       return executor;
     }
+    case RedisMode::redlock: {
+      auto executor = std::make_shared<RedlockExecutor>(config);
+      if (connect) executor->connect();
+      return executor;
+    }
     default:
       throw ConfigError(std::string("redis.mode: ") + mode_name(config.mode) + " is not built yet");
   }
@@ -49,9 +55,23 @@ std::shared_ptr<RedisLockService> make_lock_service(const Config& config, std::s
                           std::to_string(config.redis.command_timeout.count()) +
                           " ms): a WAIT that outlasts the command timeout breaks its connection");
   }
+  if (config.redis.mode == RedisMode::redlock && config.lock.replica_acks > 0) {
+    throw InvalidArgument("lock.replica_acks must be 0 when redis.mode is redlock: a Redlock's lock is had when a "
+                          "majority of its independent masters grant it, not when replicas copy it");
+  }
+  const Millis delay = config.redis.redlock.restarted_node_delay;
+  if (config.redis.mode == RedisMode::redlock && delay > Millis(0) && delay < config.lock.watchdog_timeout) {
+    throw InvalidArgument("redis.redlock.restarted_node_delay_ms: " + std::to_string(delay.count()) +
+                          " ms is shorter than lock.watchdog_timeout_ms (" +
+                          std::to_string(config.lock.watchdog_timeout.count()) +
+                          " ms): a restarted node must sit out at least the longest lease; raise it, or set 0 for "
+                          "nodes that persist every write");
+  }
   if (!logger) logger = make_logger(config.logging);
   auto executor = make_executor(config.redis, true, logger);
-  auto service = std::make_shared<RedisLockService>(executor, config.lock, logger);
+  LockConfig lock = config.lock;
+  if (config.redis.mode == RedisMode::redlock) lock.longest_lease = config.redis.redlock.restarted_node_delay;
+  auto service = std::make_shared<RedisLockService>(executor, lock, logger);
   logger->debug("dlock service connected to redis {} (prefix '{}', watchdog lease {} ms)", executor->endpoint(),
                 config.lock.key_prefix, config.lock.watchdog_timeout.count());
   return service;

@@ -34,6 +34,35 @@ RedisReply HiredisExecutor::command_parts(std::span<const std::string_view> argv
   return connection->command(argv);
 }
 
+namespace {
+
+// A command sent on a borrowed connection, which stays borrowed until its reply is read.
+class PooledPendingReply final : public PendingReply {
+ public:
+  PooledPendingReply(detail::ConnectionPool::Lease connection, std::chrono::steady_clock::time_point deadline)
+      : connection_(std::move(connection)), deadline_(deadline) {}
+  ~PooledPendingReply() override {
+    if (!read_) connection_->abandon();  // its reply would be the next borrower's
+  }
+  RedisReply get() override {
+    read_ = true;
+    return connection_->receive(deadline_);
+  }
+
+ private:
+  detail::ConnectionPool::Lease connection_;
+  const std::chrono::steady_clock::time_point deadline_;
+  bool read_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<PendingReply> HiredisExecutor::start(std::span<const std::string_view> argv) {
+  auto connection = pool_.borrow();
+  const auto deadline = connection->send_command(argv);
+  return std::make_unique<PooledPendingReply>(std::move(connection), deadline);
+}
+
 std::vector<RedisReply> HiredisExecutor::pipeline(const std::vector<RedisCommand>& commands) {
   auto connection = pool_.borrow();
   return connection->pipeline(commands);

@@ -154,19 +154,53 @@ RedisReply RedisConnection::command(const RedisCommand& argv) { return send(std:
 RedisReply RedisConnection::command(std::span<const std::string_view> argv) { return send(argv); }
 
 template <typename Part>
+Clock::time_point RedisConnection::write_command(std::span<const Part> argv) {
+  const auto deadline = command_deadline();
+  format_resp_command(formatted_, argv);
+  transport_->write_all(formatted_, deadline);
+  return deadline;
+}
+
+template <typename Part>
 RedisReply RedisConnection::send(std::span<const Part> argv) {
   if (argv.empty()) throw InvalidArgument("redis command is empty");
   return guarded(
       [&] {
-        const auto deadline = command_deadline();
-        format_resp_command(formatted_, argv);
-        transport_->write_all(formatted_, deadline);
+        const auto deadline = write_command(argv);
         // Freed even if the conversion throws (out of memory).
         const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(next_reply(deadline)),
                                                                 freeReplyObject);
         return to_reply(owned.get());
       },
       [&] { return "running " + std::string(argv.front()); });
+}
+
+Clock::time_point RedisConnection::send_command(std::span<const std::string_view> argv) {
+  if (argv.empty()) throw InvalidArgument("redis command is empty");
+  return guarded([&] { return write_command(argv); }, [&] { return "sending " + std::string(argv.front()); });
+}
+
+RedisReply RedisConnection::receive(Clock::time_point deadline) {
+  return guarded(
+      [&] {
+        // A reply that arrived while the caller read other servers' is taken
+        // even past its deadline: the deadline bounds the wait, not the reading.
+        char buffer[kReadChunk];
+        for (std::size_t got = 0; (got = transport_->read_now(buffer, sizeof buffer)) > 0;) {
+          if (redisReaderFeed(reader_.get(), buffer, got) != REDIS_OK) {
+            throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+          }
+        }
+        void* raw = nullptr;
+        if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+          throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+        }
+        if (raw == nullptr) raw = next_reply(deadline);
+        answered_ = true;
+        const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
+        return to_reply(owned.get());
+      },
+      [] { return std::string("reading a reply"); });
 }
 
 std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands,

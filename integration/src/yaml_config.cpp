@@ -255,12 +255,27 @@ const Settings& cluster_settings() {
   return settings;
 }
 
+const Settings& redlock_settings() {
+  static const Settings settings{
+      {"nodes",
+       [](const Value& v, Config& c) {
+         auto nodes = v.addresses("[\"10.0.0.1:6379\", \"10.0.0.2:6379\", \"10.0.0.3:6379\"]");
+         v.guarded([&] { detail::check_redlock_nodes(nodes); });
+         c.redis.redlock.nodes = std::move(nodes);
+       }},
+      {"restarted_node_delay_ms",
+       [](const Value& v, Config& c) { c.redis.redlock.restarted_node_delay = v.millis(0, 86400000); }},
+  };
+  return settings;
+}
+
 RedisMode mode_from(const Value& v) {
   const std::string name = v.text();
   if (name == "standalone") return RedisMode::standalone;
   if (name == "sentinel") return RedisMode::sentinel;
   if (name == "cluster") return RedisMode::cluster;
-  v.fail("\"" + name + "\" is not a mode; use standalone, sentinel or cluster");
+  if (name == "redlock") return RedisMode::redlock;
+  v.fail("\"" + name + "\" is not a mode; use standalone, sentinel, cluster or redlock");
 }
 
 const Settings& redis_settings() {
@@ -298,6 +313,7 @@ const Settings& redis_settings() {
       {"tls", nullptr, &tls_settings},
       {"sentinel", nullptr, &sentinel_settings},
       {"cluster", nullptr, &cluster_settings},
+      {"redlock", nullptr, &redlock_settings},
   };
   return settings;
 }
@@ -436,7 +452,8 @@ void check_combinations(const Config& config, const SeenLines& seen, const std::
   const std::string mode_text = std::string("redis.mode is ") + mode_name(mode);
 
   for (const auto& [section, wanted] : {std::pair{std::string("redis.sentinel"), RedisMode::sentinel},
-                                        std::pair{std::string("redis.cluster"), RedisMode::cluster}}) {
+                                        std::pair{std::string("redis.cluster"), RedisMode::cluster},
+                                        std::pair{std::string("redis.redlock"), RedisMode::redlock}}) {
     if (given(section) && mode != wanted) {
       source.fail(line(section), full(section) + ": is set but " + mode_text + "; add `mode: " +
                                      mode_name(wanted) + "` under redis, or remove " + full(section));
@@ -450,6 +467,11 @@ void check_combinations(const Config& config, const SeenLines& seen, const std::
     source.fail(line("redis.mode"), full("redis.cluster.nodes") +
                                         ": must list at least one cluster node (host:port) when redis.mode is cluster");
   }
+  if (mode == RedisMode::redlock && config.redis.redlock.nodes.empty()) {
+    source.fail(line("redis.mode"), full("redis.redlock.nodes") +
+                                        ": must list the independent masters (host:port; an odd number, 3 or more) "
+                                        "when redis.mode is redlock");
+  }
   if (mode != RedisMode::standalone) {
     for (const char* name : {"redis.url", "redis.host", "redis.port"}) {
       if (given(name)) {
@@ -458,6 +480,28 @@ void check_combinations(const Config& config, const SeenLines& seen, const std::
                                     "); remove it, and give the password as redis.password");
       }
     }
+  }
+  if (mode == RedisMode::redlock && config.lock.replica_acks != 0) {
+    source.fail(line("lock.replica_acks"),
+                full("lock.replica_acks") + ": is " + std::to_string(config.lock.replica_acks) +
+                    " but must be 0 when " + mode_text +
+                    ": Redlock's nodes are independent masters, and a lock is had when a majority of them grant "
+                    "it, not when replicas copy it (replica acknowledgement is for standalone, sentinel and "
+                    "cluster masters with replicas); remove lock.replica_acks");
+  }
+  const Millis restarted_node_delay = config.redis.redlock.restarted_node_delay;
+  if (mode == RedisMode::redlock && restarted_node_delay.count() > 0 &&
+      restarted_node_delay < config.lock.watchdog_timeout) {
+    const std::string name = given("redis.redlock.restarted_node_delay_ms") ? "redis.redlock.restarted_node_delay_ms"
+                                                                             : "lock.watchdog_timeout_ms";
+    source.fail(line(name), full("redis.redlock.restarted_node_delay_ms") + ": " +
+                                std::to_string(restarted_node_delay.count()) +
+                                " ms is shorter than lock.watchdog_timeout_ms (" +
+                                std::to_string(config.lock.watchdog_timeout.count()) +
+                                " ms): a restarted node may have lost the locks it held, so it must sit out at "
+                                "least the longest lease before its grants count again; raise it to at least " +
+                                std::to_string(config.lock.watchdog_timeout.count()) +
+                                ", or set 0 with nodes that persist every write (appendonly yes, appendfsync always)");
   }
   if (config.lock.replica_acks > 0 && config.lock.replica_ack_timeout >= config.redis.command_timeout) {
     const std::string name = given("lock.replica_ack_timeout_ms") ? "lock.replica_ack_timeout_ms" : "lock.replica_acks";
@@ -695,6 +739,7 @@ const char* mode_name(RedisMode mode) {
   switch (mode) {
     case RedisMode::sentinel: return "sentinel";
     case RedisMode::cluster: return "cluster";
+    case RedisMode::redlock: return "redlock";
     default: return "standalone";
   }
 }

@@ -1,5 +1,5 @@
 #pragma once
-// What a user of a deployment (TLS, Sentinel, Cluster) does with nothing but
+// What a user of a deployment (TLS, Sentinel, Cluster, Redlock) does with nothing but
 // a config file: writes the YAML, runs flash_sale and the `dlock` command
 // with it. The test fixtures build Config values; this renders the redis
 // section of one as the YAML a user would write, and checks that the example
@@ -33,6 +33,10 @@ inline std::string deployment_yaml(const RedisConfig& redis) {
     if (!redis.sentinel.password.empty()) yaml += "    password: \"" + redis.sentinel.password + "\"\n";
   }
   if (redis.mode == RedisMode::cluster) yaml += "  cluster:\n    nodes: " + yaml_node_list(redis.cluster.nodes) + "\n";
+  if (redis.mode == RedisMode::redlock) {
+    yaml += "  redlock:\n    nodes: " + yaml_node_list(redis.redlock.nodes) +
+            "\n    restarted_node_delay_ms: " + std::to_string(redis.redlock.restarted_node_delay.count()) + "\n";
+  }
   if (redis.tls.enabled) {
     yaml += "  tls:\n    enabled: true\n";
     if (!redis.tls.ca_file.empty()) yaml += "    ca_file: " + redis.tls.ca_file + "\n";

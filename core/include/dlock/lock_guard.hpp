@@ -43,7 +43,11 @@ class LockGuard {
   // lock_service.hpp (the server's clock never goes back; no failover to a
   // replica that missed the latest grants): pass it to the resource you
   // protect so it can refuse writes from a holder paused past its lease.
-  // 0 for an empty guard.
+  // 0 for an empty guard. Over a Redlock (redis.mode: redlock) it is the
+  // largest of the granting majority's counters, and the first call raises
+  // every node's counter to it (one round trip): it throws LockLostError if
+  // no majority still held the lock, and ConnectionError if too few nodes
+  // answered. See the README's Redlock section for what it promises there.
   std::uint64_t fencing_token() const;
 
   // True once the lock stopped being this holder's: the watchdog found it

@@ -29,6 +29,10 @@ struct LockConfig {
   // as not had; a renewal as not done.
   int replica_acks = 0;
   Millis replica_ack_timeout{100};
+  // The longest fixed lease a lock may be given (0: no limit). Over a
+  // Redlock, a restarted node sits out one longest lease
+  // (redis.redlock.restarted_node_delay_ms), so no lease may outlast that.
+  Millis longest_lease{0};
 };
 
 struct BlockOptions;

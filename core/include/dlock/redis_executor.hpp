@@ -62,6 +62,16 @@ class Subscription {
   std::function<void()> cancel_;
 };
 
+// A command on its way to one server: get() reads its reply. A caller that
+// needs several servers' replies (Redlock) starts them all first, then reads
+// them, in the time of the slowest round trip rather than their sum.
+class PendingReply {
+ public:
+  virtual ~PendingReply() = default;
+  // The reply, or ConnectionError as RedisExecutor::command throws it. Once.
+  virtual RedisReply get() = 0;
+};
+
 class RedisExecutor {
  public:
   virtual ~RedisExecutor() = default;
@@ -77,6 +87,11 @@ class RedisExecutor {
   virtual RedisReply command_parts(std::span<const std::string_view> argv) {
     return command(RedisCommand(argv.begin(), argv.end()));
   }
+
+  // Sends argv now and returns without its reply (see PendingReply). Throws
+  // ConnectionError as command() does, here or from get(). The default runs
+  // the command to the end at once: correct, but not parallel.
+  virtual std::unique_ptr<PendingReply> start(std::span<const std::string_view> argv);
 
   // Sends the commands in one round trip and returns their replies in order.
   // Throws ConnectionError as command() does. Thread-safe. An executor over
@@ -121,6 +136,16 @@ class RedisExecutor {
   // master alone (subscribe() excepted). One server: `visit(*this)`.
   // Throws ConnectionError as command() does.
   virtual void for_each_master(const std::function<void(RedisExecutor& master)>& visit) { visit(*this); }
+
+  // Redlock: the independent masters every lock is taken on, a majority of
+  // them deciding (the quorum's rules are the core's, see quorum.hpp); empty
+  // for one logical server (standalone, Sentinel, Cluster).
+  virtual std::vector<RedisExecutor*> quorum_nodes() { return {}; }
+
+  // Of a quorum node: whether its grants may count toward a majority now. A
+  // node that restarted empty may have forgotten locks it granted; it sits
+  // out one longest lease (redis.redlock.restarted_node_delay_ms).
+  virtual bool may_vote() { return true; }
 };
 
 }  // namespace dlock

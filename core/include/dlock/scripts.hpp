@@ -6,7 +6,7 @@
 // LockNames::script_keys(): lock, fence, queue, alive, turn; the scripts name
 // the channel themselves. Replies on the paths every lock takes are scalars:
 // Redis converts a table reply field by field, at the cost of several calls.
-//   acquire(five keys; id, lease_ms, "wait_ms window_ms retention_ms")
+//   acquire(five keys; id, lease_ms, "wait_ms window_ms retention_ms[ arrival_us]")
 //       → fencing token (integer > 0, or text past 2^53) | -1 - ms the caller may sleep at most (-1: no lease)
 //   release(five keys; id, "window_ms retention_ms"[, "candidate its_lease_ms may_bypass"])
 //       → 0 not this acquisition's | text: freed, naming the waiter told ('' none) | {token} handed to the candidate
@@ -14,6 +14,7 @@
 //   renew_many(locks; id, lease_ms for each) → {1 renewed | 0 gone, ...} in the locks' order
 //   leave(five keys; id, window_ms) → 1 (also frees a hold granted to it unawares)
 //   force_release(five keys; window_ms) → the owners removed, {token, count, ...}
+//   raise_fence(lock, fence; id, token, retention_ms) → 1 raised | 0 not held (Redlock only)
 // A key of the wrong type at a lock's name is an error reply starting "DLOCK_WRONGTYPE".
 //
 // Identity: every first acquisition has an id of its own, `<instance>:<thread>:<n>`,
@@ -32,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -41,6 +43,8 @@
 #include "dlock/redis_executor.hpp"
 
 namespace dlock::detail {
+
+struct NodeAnswer;  // quorum.hpp
 
 struct Script {
   std::string_view name;
@@ -53,6 +57,7 @@ extern const Script kRenewScript;
 extern const Script kRenewManyScript;
 extern const Script kLeaveScript;
 extern const Script kForceReleaseScript;
+extern const Script kRaiseFenceScript;
 
 // Error replies of the scripts start with this, then the key's actual type.
 inline constexpr std::string_view kWrongTypeError = "DLOCK_WRONGTYPE";
@@ -72,8 +77,11 @@ inline constexpr std::string_view kNotAcknowledgedError = "DLOCK_NOT_ACKNOWLEDGE
 // and the call retried once. Thread-safe.
 class ScriptRunner {
  public:
-  explicit ScriptRunner(RedisExecutor& redis, ReplicaAcknowledgement acknowledgement = {})
-      : redis_(redis), acknowledgement_(acknowledgement) {}
+  // Over a Redlock (redis.quorum_nodes() not empty), every script goes to
+  // every node at once and the nodes' replies are made one by quorum.hpp's
+  // rules; an acquire that no majority granted is given back on every node
+  // that may have granted it before its reply is returned.
+  explicit ScriptRunner(RedisExecutor& redis, ReplicaAcknowledgement acknowledgement = {});
 
   // Loads every script now; throws ConnectionError when Redis is unreachable.
   void load_all();
@@ -91,6 +99,8 @@ class ScriptRunner {
                               std::span<const std::string_view> args, ReplyTest must_reach_replicas = nullptr);
 
   bool acknowledges() const { return acknowledgement_.replicas > 0; }
+  // Whether the scripts run on a Redlock's nodes.
+  bool quorum() const { return !nodes_.empty(); }
 
   // Which calls may share one script call: see RedisExecutor::script_group.
   std::uint32_t group_of(std::string_view key) const { return redis_.script_group(key); }
@@ -118,8 +128,27 @@ class ScriptRunner {
   std::vector<RedisReply> fold_waits(std::vector<RedisReply> replies, const std::vector<std::uint32_t>& groups,
                                      ReplyTest must_reach_replicas = nullptr) const;
 
+  // Redlock: one runner per node, each loading the scripts on its own node.
+  struct Node {
+    RedisExecutor* redis;
+    std::unique_ptr<ScriptRunner> scripts;
+    std::string endpoint;
+  };
+  // Each node's reply to one call, sent to all before any is read.
+  std::vector<NodeAnswer> ask_every_node(const Script& script, std::span<const std::string_view> keys,
+                                                std::span<const std::string_view> args);
+  RedisReply run_on_quorum(const Script& script, std::span<const std::string_view> keys,
+                           std::span<const std::string_view> args);
+  // Gives back, on the nodes named, a grant of the acquisition in acquire's `args` (best effort).
+  void give_back(const std::vector<std::size_t>& nodes, std::span<const std::string_view> keys,
+                 std::span<const std::string_view> acquire_args);
+  std::vector<RedisReply> run_pipelined_on_quorum(
+      const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
+      std::chrono::steady_clock::time_point deadline);
+
   RedisExecutor& redis_;
   const ReplicaAcknowledgement acknowledgement_;
+  std::vector<Node> nodes_;  // empty unless a Redlock
   std::mutex mutex_;
   std::map<const Script*, std::string> shas_;  // guarded by mutex_; an entry, once made, never changes
 };

@@ -13,9 +13,9 @@
 namespace dlock {
 
 // How the servers named in `redis:` are deployed.
-enum class RedisMode { standalone, sentinel, cluster };
+enum class RedisMode { standalone, sentinel, cluster, redlock };
 
-// "standalone", "sentinel" or "cluster".
+// "standalone", "sentinel", "cluster" or "redlock".
 const char* mode_name(RedisMode mode);
 
 // One server's address, as a list setting ("127.0.0.1:26379") gives it.
@@ -52,6 +52,18 @@ struct ClusterConfig {
   std::vector<NodeAddress> nodes;  // seeds; the rest of the cluster is discovered
 };
 
+// Config section `redis.redlock:` (redis.mode: redlock): one lock over N
+// independent standalone masters, had when a majority granted it.
+struct RedlockConfig {
+  std::vector<NodeAddress> nodes;  // an odd number, 3 or more, all distinct
+  // A node that restarted (its uptime is below this) may have lost locks it
+  // held: its grants do not count toward a majority until its uptime reaches
+  // this. Must be at least the longest lease any service uses on these nodes
+  // (lock.watchdog_timeout_ms, and fixed leases are refused above it); 0 for
+  // nodes that persist every write (appendonly yes, appendfsync always).
+  Millis restarted_node_delay{30000};
+};
+
 // Where a connection goes when it is not redis.host:redis.port: set by the
 // Sentinel and Cluster executors (the current master, a node that answers),
 // never read from YAML.
@@ -79,6 +91,7 @@ struct RedisConfig {
   TlsConfig tls;
   SentinelConfig sentinel;
   ClusterConfig cluster;
+  RedlockConfig redlock;
   // Not from YAML; see EndpointSource. Null: host and port.
   std::shared_ptr<EndpointSource> endpoint_source;
 };

@@ -7,7 +7,9 @@
 // shared, so each would read the other's replies). Its first borrow drops the
 // inherited connections, sending nothing on them, and opens fresh ones.
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -43,6 +45,8 @@ class ConnectionPool {
   Lease borrow();
 
   const RedisConfig& config() const { return config_; }
+  // Connections opened so far (see HiredisExecutor::connections_opened).
+  std::uint64_t opened() const { return opened_.load(std::memory_order_acquire); }
   std::string endpoint() const;
 
  private:
@@ -55,6 +59,7 @@ class ConnectionPool {
   std::condition_variable returned_;
   std::vector<std::unique_ptr<RedisConnection>> idle_;  // guarded by mutex_
   std::size_t open_ = 0;                                // guarded by mutex_: idle + lent out
+  std::atomic<std::uint64_t> opened_{0};
   unsigned generation_;                                 // guarded by mutex_: fork_generation() of open_
 };
 

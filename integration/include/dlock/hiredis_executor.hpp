@@ -32,12 +32,17 @@ class HiredisExecutor final : public RedisExecutor {
 
   RedisReply command(const RedisCommand& argv) override;
   RedisReply command_parts(std::span<const std::string_view> argv) override;
+  std::unique_ptr<PendingReply> start(std::span<const std::string_view> argv) override;
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) override;
   std::vector<RedisReply> urgent_pipeline(const std::vector<RedisCommand>& commands,
                                           std::chrono::steady_clock::time_point deadline) override;
   Subscription subscribe(const std::string& channel, MessageHandler on_message,
                          std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) override;
   std::string endpoint() const override;
+
+  // How many connections the pool has opened so far: a change means a
+  // command may have reached a server that restarted meanwhile.
+  std::uint64_t connections_opened() const { return pool_.opened(); }
 
  private:
   bool forked() const;  // whether this process is a fork child of the one that made the executor

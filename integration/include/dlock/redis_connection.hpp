@@ -48,6 +48,15 @@ class RedisConnection {
                                    std::chrono::steady_clock::time_point give_up_at =
                                        std::chrono::steady_clock::time_point::max());
 
+  // For a caller that reads the reply later (RedisExecutor::start): sends one
+  // command within the command timeout and returns the time by which its
+  // reply is due; receive() reads it. Between the two the connection is the
+  // caller's alone; if receive() is never called, call abandon().
+  std::chrono::steady_clock::time_point send_command(std::span<const std::string_view> argv);
+  RedisReply receive(std::chrono::steady_clock::time_point deadline);
+  // Marks the connection broken: a reply is still on its way on it.
+  void abandon() { abandoned_ = true; }
+
   // Changes the command timeout for the calls that follow: a call (a reply
   // of a pipeline) gives up once it has passed, however its bytes trickle in
   // (or at the end of the one wait it falls in, of at most that length).
@@ -84,6 +93,9 @@ class RedisConnection {
  private:
   template <typename Part>
   RedisReply send(std::span<const Part> argv);
+  // Formats and writes one command; returns the deadline of its reply.
+  template <typename Part>
+  std::chrono::steady_clock::time_point write_command(std::span<const Part> argv);
 
   // Runs `call`; if it throws, the reply stream's state is unknown: marks the
   // connection broken before passing the exception on, a TransportError

@@ -45,6 +45,11 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void release(Hold& hold, Release how = Release::in_redis);
   void release_current_thread(std::string_view key);
   int hold_count(std::string_view key) const;
+  // The hold's fencing token. Over a Redlock, the first call raises the
+  // counter of every node still holding the lock to it (one round trip),
+  // and throws LockLostError if no majority still did: a token is handed out
+  // only once a later holder can no longer draw a smaller one.
+  std::uint64_t fencing_token(const Hold& hold);
   void set_on_lost(std::function<void(const std::string&)> hook);
   std::size_t watched_locks() const { return watchdog_.watched_count(); }
   LockStats stats() const { return stats_.snapshot(); }

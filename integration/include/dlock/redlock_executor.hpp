@@ -1,0 +1,84 @@
+#pragma once
+// The nodes of a Redlock (redis.mode: redlock): N independent standalone
+// masters, each reached through an executor of its own (a pool, the
+// watchdog's reserved connection and a subscriber per node, TLS as
+// configured). The lock logic, a majority deciding every script call, is the
+// core's (ScriptRunner over quorum_nodes()); this executor carries what is
+// not a lock decision:
+// - command() and command_parts() go to every node at once (the service's
+//   registry entry is written everywhere) and return the first reply in the
+//   nodes' order; ConnectionError only when no node answered. pipeline() and
+//   urgent_pipeline() likewise.
+// - subscribe() listens on every node: a notice from any wakes the waiter.
+// - for_each_master() visits every node (the CLI's SCAN).
+
+#include <memory>
+#include <vector>
+
+#include "dlock/config.hpp"
+#include "dlock/redis_executor.hpp"
+
+namespace dlock {
+
+class RedlockNode;
+
+class RedlockExecutor final : public RedisExecutor {
+ public:
+  // One node per config.redlock.nodes, each with the rest of `config`. Dials nothing.
+  explicit RedlockExecutor(const RedisConfig& config);
+  ~RedlockExecutor() override;
+  RedlockExecutor(const RedlockExecutor&) = delete;
+  RedlockExecutor& operator=(const RedlockExecutor&) = delete;
+
+  // Connects to every node at once; throws ConnectionError, naming each node
+  // that failed and why, unless a majority answered. The others are retried
+  // on every call.
+  void connect();
+
+  RedisReply command(const RedisCommand& argv) override;
+  RedisReply command_parts(std::span<const std::string_view> argv) override;
+  std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) override;
+  std::vector<RedisReply> urgent_pipeline(const std::vector<RedisCommand>& commands,
+                                          std::chrono::steady_clock::time_point deadline) override;
+  Subscription subscribe(const std::string& channel, MessageHandler on_message,
+                         std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) override;
+  std::string endpoint() const override;
+  void for_each_master(const std::function<void(RedisExecutor& master)>& visit) override;
+  std::vector<RedisExecutor*> quorum_nodes() override;
+
+ private:
+  std::vector<std::shared_ptr<RedlockNode>> nodes_;
+};
+
+// One node of a Redlock: a standalone executor that also knows whether its
+// grants may count (see RedisExecutor::may_vote). A node whose uptime is
+// below redis.redlock.restarted_node_delay_ms restarted within one longest
+// lease and may have forgotten locks it held: it sits out the rest of that
+// time. Its uptime (INFO server) is read at connect() and again whenever
+// its pool opened a connection since the last reading (a restart breaks
+// every connection), before its next vote counts.
+class RedlockNode final : public RedisExecutor {
+ public:
+  RedlockNode(RedisConfig node_config, Millis restarted_node_delay);
+  ~RedlockNode() override;
+
+  // Opens a connection (PING) and reads the node's uptime: throws ConnectionError.
+  void connect();
+
+  RedisReply command(const RedisCommand& argv) override;
+  RedisReply command_parts(std::span<const std::string_view> argv) override;
+  std::unique_ptr<PendingReply> start(std::span<const std::string_view> argv) override;
+  std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) override;
+  std::vector<RedisReply> urgent_pipeline(const std::vector<RedisCommand>& commands,
+                                          std::chrono::steady_clock::time_point deadline) override;
+  Subscription subscribe(const std::string& channel, MessageHandler on_message,
+                         std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) override;
+  std::string endpoint() const override;
+  bool may_vote() override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,109 @@
+#include <charconv>
+#include <mutex>
+
+#include "dlock/errors.hpp"
+#include "dlock/hiredis_executor.hpp"
+#include "dlock/redlock_executor.hpp"
+
+namespace dlock {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// INFO server's uptime_in_seconds, or none if the reply has no such line.
+std::optional<long long> uptime_seconds(const RedisReply& info) {
+  constexpr std::string_view field = "uptime_in_seconds:";
+  const std::size_t at = info.str.find(field);
+  if (info.type != RedisReply::Type::String || at == std::string::npos) return std::nullopt;
+  long long seconds = 0;
+  const char* begin = info.str.data() + at + field.size();
+  const auto [end, ec] = std::from_chars(begin, info.str.data() + info.str.size(), seconds);
+  if (ec != std::errc() || end == begin) return std::nullopt;
+  return seconds;
+}
+
+}  // namespace
+
+struct RedlockNode::State {
+  State(RedisConfig config, Millis delay) : redis(std::move(config)), restarted_node_delay(delay) {}
+
+  // Reads the uptime and sets from when the node may vote. Throws ConnectionError.
+  void read_uptime() {
+    const RedisReply info = redis.command({"INFO", "server"});
+    const std::optional<long long> uptime = uptime_seconds(info);
+    if (!uptime) {
+      throw ConnectionError("redlock node " + redis.endpoint() + ": INFO server gave no uptime (" +
+                            (info.is_error() ? info.str : std::string("unexpected reply")) +
+                            "); dlock reads it to tell a node that restarted empty: grant the user INFO, or set "
+                            "redis.redlock.restarted_node_delay_ms: 0 if every node persists each write");
+    }
+    // Whole seconds, rounded down: the node may have run up to a second longer, never less.
+    const Millis left = restarted_node_delay - std::chrono::seconds(*uptime);
+    voting_from = Clock::now() + std::max(Millis(0), left);
+  }
+
+  HiredisExecutor redis;
+  const Millis restarted_node_delay;
+  std::mutex mutex;
+  std::uint64_t read_at_opened = ~std::uint64_t{0};  // guarded by mutex: connections_opened() at the last reading
+  Clock::time_point voting_from = Clock::time_point::max();  // guarded by mutex
+};
+
+RedlockNode::RedlockNode(RedisConfig node_config, Millis restarted_node_delay)
+    : state_(std::make_unique<State>(std::move(node_config), restarted_node_delay)) {}
+
+RedlockNode::~RedlockNode() = default;
+
+void RedlockNode::connect() {
+  state_->redis.connect();
+  if (state_->restarted_node_delay <= Millis(0)) return;
+  std::lock_guard lock(state_->mutex);
+  const std::uint64_t opened = state_->redis.connections_opened();
+  state_->read_uptime();
+  state_->read_at_opened = opened;
+}
+
+bool RedlockNode::may_vote() {
+  if (state_->restarted_node_delay <= Millis(0)) return true;
+  std::lock_guard lock(state_->mutex);
+  // Read before the uptime: a connection opened meanwhile makes the next vote read it again.
+  const std::uint64_t opened = state_->redis.connections_opened();
+  if (opened != state_->read_at_opened) {
+    try {
+      state_->read_uptime();
+      state_->read_at_opened = opened;
+    } catch (const Error&) {
+      return false;  // not known not to have restarted: read again at the next vote
+    }
+  }
+  return Clock::now() >= state_->voting_from;
+}
+
+RedisReply RedlockNode::command(const RedisCommand& argv) { return state_->redis.command(argv); }
+
+RedisReply RedlockNode::command_parts(std::span<const std::string_view> argv) {
+  return state_->redis.command_parts(argv);
+}
+
+std::unique_ptr<PendingReply> RedlockNode::start(std::span<const std::string_view> argv) {
+  return state_->redis.start(argv);
+}
+
+std::vector<RedisReply> RedlockNode::pipeline(const std::vector<RedisCommand>& commands) {
+  return state_->redis.pipeline(commands);
+}
+
+std::vector<RedisReply> RedlockNode::urgent_pipeline(const std::vector<RedisCommand>& commands,
+                                                     std::chrono::steady_clock::time_point deadline) {
+  return state_->redis.urgent_pipeline(commands, deadline);
+}
+
+Subscription RedlockNode::subscribe(const std::string& channel, MessageHandler on_message,
+                                    std::optional<std::chrono::milliseconds> confirm_within) {
+  return state_->redis.subscribe(channel, std::move(on_message), confirm_within);
+}
+
+std::string RedlockNode::endpoint() const { return state_->redis.endpoint(); }
+
+}  // namespace dlock

@@ -1,0 +1,49 @@
+#pragma once
+// N independent redis-servers on loopback, and a config that makes them one
+// Redlock (redis.mode: redlock). A node may be paused, killed and restarted
+// (RedisServer's own controls) to take it out of the majority.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "redis_server.hpp"
+
+namespace dlock::test {
+
+class RedlockNodes {
+ public:
+  explicit RedlockNodes(std::size_t count = 5) {
+    for (std::size_t i = 0; i < count; ++i) servers_.push_back(std::make_unique<RedisServer>());
+  }
+
+  RedisServer& operator[](std::size_t i) { return *servers_.at(i); }
+  std::size_t size() const { return servers_.size(); }
+
+  // Short node timeouts, so that a paused node costs a call little. Fresh
+  // servers have just started: unless `restarted_node_delay` is 0 they sit
+  // out that long before their grants count.
+  Config config(std::chrono::milliseconds restarted_node_delay = std::chrono::milliseconds(0)) const {
+    Config config = servers_.front()->config();
+    config.redis.mode = RedisMode::redlock;
+    config.redis.command_timeout = std::chrono::milliseconds(400);
+    config.redis.connect_timeout = std::chrono::milliseconds(400);
+    config.redis.redlock.restarted_node_delay = restarted_node_delay;
+    for (const auto& server : servers_) config.redis.redlock.nodes.push_back({server->host(), server->port()});
+    return config;
+  }
+
+  // What `argv` answers on every node, in the nodes' order (a stopped node: "down").
+  std::vector<std::string> run_everywhere(const std::vector<std::string>& argv) const {
+    std::vector<std::string> replies;
+    for (const auto& server : servers_) replies.push_back(server->running() ? server->run(argv) : "down");
+    return replies;
+  }
+
+ private:
+  std::vector<std::unique_ptr<RedisServer>> servers_;
+};
+
+}  // namespace dlock::test

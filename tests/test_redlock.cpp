@@ -1,0 +1,325 @@
+// Redlock (redis.mode: redlock): one lock over independent redis-servers,
+// had when a majority granted it. Each case starts its own nodes.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "deployment_yaml.hpp"
+#include "redlock_nodes.hpp"
+#include "services.hpp"
+#include "tcp_proxy.hpp"
+
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using dlock::test::RedlockNodes;
+
+namespace {
+
+// How many nodes hold `key`'s lock (a hash with an owner in it).
+int nodes_holding(RedlockNodes& nodes, const std::string& key) {
+  int holding = 0;
+  for (const std::string& reply : nodes.run_everywhere({"EXISTS", "dlock:{" + key + "}"})) holding += reply == "1";
+  return holding;
+}
+
+}  // namespace
+
+TEST_CASE("a Redlock lock is taken on every node, re-entered and released everywhere", "[redlock]") {
+  RedlockNodes nodes;
+  auto service = dlock::make_lock_service(nodes.config());
+  {
+    auto outer = service->lock("order");
+    REQUIRE(outer);
+    CHECK(nodes_holding(nodes, "order") == 5);
+    {
+      auto inner = service->lock("order");
+      CHECK(service->hold_count("order") == 2);
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        const std::string fields = nodes[i].run({"HVALS", "dlock:{order}"});
+        INFO("node " << i);
+        CHECK(fields == "2");  // the hold count, set on every node
+      }
+    }
+    // The token is the largest of the nodes' counters.
+    std::uint64_t largest = 0;
+    for (const std::string& counter : nodes.run_everywhere({"GET", "dlock:{order}:fence"})) {
+      largest = std::max<std::uint64_t>(largest, std::stoull(counter));
+    }
+    CHECK(outer.fencing_token() == largest);
+    CHECK(nodes_holding(nodes, "order") == 5);
+  }
+  CHECK(nodes_holding(nodes, "order") == 0);
+  CHECK(service->stats().lost == 0);
+}
+
+TEST_CASE("a Redlock works with any two of five nodes paused or killed, and not with three", "[redlock][fault]") {
+  RedlockNodes nodes;
+  auto service = dlock::make_lock_service(nodes.config());
+  nodes[1].freeze();
+  nodes[3].kill();
+  {
+    auto guard = service->lock("sku", {.wait = 5s});
+    REQUIRE(guard);
+    CHECK(guard.fencing_token() > 0);  // raised on the three that answer
+    CHECK_FALSE(guard.lost());
+  }
+  CHECK(nodes[0].run({"EXISTS", "dlock:{sku}"}) == "0");
+  CHECK(nodes[2].run({"EXISTS", "dlock:{sku}"}) == "0");
+  CHECK(nodes[4].run({"EXISTS", "dlock:{sku}"}) == "0");
+
+  // A third node down: nobody can make a majority. lock() gives up within its
+  // wait, saying which nodes failed, and leaves nothing held on those that answered.
+  nodes[4].kill();
+  const auto called = std::chrono::steady_clock::now();
+  try {
+    service->lock("sku", {.wait = 1500ms});
+    FAIL("lock() succeeded with three of five nodes down");
+  } catch (const dlock::ConnectionError& e) {
+    CHECK_THAT(e.what(), Contains("2 of 5 nodes answered (a majority is 3)"));
+    CHECK_THAT(e.what(), Contains(std::to_string(nodes[4].port())));
+  }
+  CHECK(dlock::test::elapsed_ms(called) < 1500 + 5000);  // the wait and the last try's node timeouts: no hang
+  CHECK(nodes[0].run({"EXISTS", "dlock:{sku}"}) == "0");
+  CHECK(nodes[2].run({"EXISTS", "dlock:{sku}"}) == "0");
+  CHECK_THROWS_AS(service->try_lock("sku"), dlock::ConnectionError);
+
+  // Back to a majority: it works again, with the paused node still paused.
+  nodes[4].start();
+  auto again = service->lock("sku", {.wait = 5s});
+  CHECK(again);
+  nodes[1].thaw();
+}
+
+TEST_CASE("a Redlock grant short of a majority is given back on the nodes that granted it", "[redlock]") {
+  RedlockNodes nodes;
+  auto service = dlock::make_lock_service(nodes.config());
+  // Another owner holds three nodes (written by hand): only two can grant.
+  for (std::size_t i = 0; i < 3; ++i) {
+    nodes[i].run({"HSET", "dlock:{split}", "someone-else", "1"});
+    nodes[i].run({"PEXPIRE", "dlock:{split}", "60000"});
+  }
+  CHECK_FALSE(service->try_lock("split"));
+  CHECK(nodes[3].run({"EXISTS", "dlock:{split}"}) == "0");
+  CHECK(nodes[4].run({"EXISTS", "dlock:{split}"}) == "0");
+  // Waiting, it is also let back out of every line when its wait runs out.
+  CHECK_THROWS_AS(service->lock("split", {.wait = 300ms}), dlock::LockTimeoutError);
+  for (const std::string& reply : nodes.run_everywhere({"EXISTS", "dlock:{split}:queue"})) CHECK(reply == "0");
+  CHECK(nodes[3].run({"EXISTS", "dlock:{split}"}) == "0");
+  CHECK(nodes[4].run({"EXISTS", "dlock:{split}"}) == "0");
+  CHECK(nodes[0].run({"HKEYS", "dlock:{split}"}) == "someone-else");
+  // Freed on a majority, it is had.
+  nodes[0].run({"DEL", "dlock:{split}"});
+  auto guard = service->try_lock("split");
+  CHECK(guard);
+  CHECK(nodes_holding(nodes, "split") == 5);  // nodes 1 and 2 still hold the other owner's
+}
+
+TEST_CASE("a Redlock lock is kept by the watchdog and reported lost once no majority holds it", "[redlock][watchdog]") {
+  RedlockNodes nodes;
+  auto config = nodes.config();
+  config.lock.watchdog_timeout = 600ms;
+  auto service = dlock::make_lock_service(config);
+  std::atomic<int> told{0};
+  service->on_lost([&](const std::string& key) { told += key == "renewed" ? 1 : 100; });
+  auto guard = service->lock("renewed");
+  std::this_thread::sleep_for(1500ms);  // > 2 leases: only renewals keep it
+  CHECK_FALSE(guard.lost());
+  CHECK(nodes_holding(nodes, "renewed") == 5);
+  // Two nodes forgetting it leave a majority; a third does not.
+  nodes[0].run({"DEL", "dlock:{renewed}"});
+  nodes[1].run({"DEL", "dlock:{renewed}"});
+  std::this_thread::sleep_for(700ms);
+  CHECK_FALSE(guard.lost());
+  nodes[2].run({"DEL", "dlock:{renewed}"});
+  CHECK(dlock::test::eventually([&] { return guard.lost(); }, 3s));
+  CHECK(dlock::test::eventually([&] { return told.load() == 1; }, 3s));
+}
+
+TEST_CASE("Redlock waiters are woken by the nodes' notices and each gets the lock in turn", "[redlock][waiting]") {
+  RedlockNodes nodes;
+  auto first = dlock::make_lock_service(nodes.config());
+  auto second = dlock::make_lock_service(nodes.config());
+  long long counter = 0;  // guarded by the lock
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t) {
+    workers.emplace_back([&, t] {
+      auto& service = t % 2 == 0 ? *first : *second;
+      for (int i = 0; i < 25; ++i) {
+        auto guard = service.lock("counter", {.wait = 20s});
+        if (inside.fetch_add(1) != 0) overlapped = true;
+        const long long seen = counter;
+        std::this_thread::yield();
+        counter = seen + 1;
+        inside.fetch_sub(1);
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  CHECK_FALSE(overlapped.load());
+  CHECK(counter == 100);
+  CHECK(nodes_holding(nodes, "counter") == 0);
+}
+
+TEST_CASE("a Redlock node paused past the leases lets no two holders overlap", "[redlock][fault]") {
+  RedlockNodes nodes;
+  auto config = nodes.config();
+  config.lock.watchdog_timeout = 500ms;
+  auto first = dlock::make_lock_service(config);
+  auto second = dlock::make_lock_service(config);
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  std::atomic<bool> stop{false};
+  std::atomic<int> cycles{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t) {
+    workers.emplace_back([&, t] {
+      auto& service = t % 2 == 0 ? *first : *second;
+      while (!stop) {
+        try {
+          auto guard = service.lock("paused", {.wait = 10s, .lease = 400ms});
+          if (inside.fetch_add(1) != 0) overlapped = true;
+          std::this_thread::sleep_for(5ms);
+          inside.fetch_sub(1);
+          ++cycles;
+        } catch (const dlock::Error&) {
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  nodes[2].freeze();  // mid-traffic: its grants stay in it while its clock runs on
+  std::this_thread::sleep_for(1500ms);
+  nodes[2].thaw();  // after every lease it held ran out
+  std::this_thread::sleep_for(700ms);
+  stop = true;
+  for (auto& worker : workers) worker.join();
+  CHECK_FALSE(overlapped.load());
+  CHECK(cycles.load() > 10);
+}
+
+TEST_CASE("a Redlock node restarted empty gives no second owner while the lock is valid", "[redlock][fault]") {
+  // Three nodes. The holder gets A and B (C is busy with another owner's
+  // hold, written by hand); C is then freed and B restarts empty. B and C
+  // would now grant a second owner: B's grant must not count until B has
+  // been up for restarted_node_delay_ms, longer than any lease.
+  RedlockNodes nodes(3);
+  auto config = nodes.config(2500ms);
+  config.lock.watchdog_timeout = 2000ms;
+  // Fresh servers sit out the delay too: wait it out once.
+  std::this_thread::sleep_for(2600ms);
+  auto holder_service = dlock::make_lock_service(config);
+  auto other = dlock::make_lock_service(config);
+  nodes[2].run({"HSET", "dlock:{restart}", "someone-else", "1"});
+  nodes[2].run({"PEXPIRE", "dlock:{restart}", "60000"});
+  { auto warm = other->lock("warm-up"); }  // `other` has pooled connections to B before the restart
+
+  auto holder = holder_service->lock("restart", {.lease = 2000ms});
+  REQUIRE(holder);
+  REQUIRE(nodes[0].run({"EXISTS", "dlock:{restart}"}) == "1");
+  REQUIRE(nodes[1].run({"EXISTS", "dlock:{restart}"}) == "1");
+  nodes[2].run({"DEL", "dlock:{restart}"});
+  nodes[1].kill();
+  nodes[1].start();  // empty: no persistence
+  auto newcomer = dlock::make_lock_service(config);  // first sees B after its restart
+
+  bool second_owner = false;
+  while (holder.remaining() > 0ms) {
+    if (other->try_lock("restart") || newcomer->try_lock("restart")) second_owner = true;
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK_FALSE(second_owner);
+  // Once B has sat out its delay, the lock is to be had again.
+  CHECK(dlock::test::eventually([&] { return static_cast<bool>(other->try_lock("restart")); }, 5s));
+}
+
+TEST_CASE("without the restart rule a Redlock node restarted empty lets a second owner in", "[redlock][fault]") {
+  // The same steps with restarted_node_delay_ms: 0 (which claims the nodes
+  // persist every write, and they do not): the rule above is what prevents it.
+  RedlockNodes nodes(3);
+  auto config = nodes.config(0ms);
+  auto holder_service = dlock::make_lock_service(config);
+  auto other = dlock::make_lock_service(config);
+  nodes[2].run({"HSET", "dlock:{restart}", "someone-else", "1"});
+  nodes[2].run({"PEXPIRE", "dlock:{restart}", "60000"});
+  auto holder = holder_service->lock("restart", {.lease = 5000ms});
+  REQUIRE(holder);
+  nodes[2].run({"DEL", "dlock:{restart}"});
+  nodes[1].kill();
+  nodes[1].start();
+  CHECK(dlock::test::eventually([&] { return static_cast<bool>(other->try_lock("restart")); }, 2s));
+  CHECK(holder.remaining() > 0ms);
+}
+
+TEST_CASE("a Redlock grant's validity is counted from before the first node was sent the call", "[redlock]") {
+  RedlockNodes nodes(3);
+  dlock::test::TcpProxy slow_link(nodes[2].port());
+  auto config = nodes.config();
+  config.redis.command_timeout = 1000ms;
+  config.redis.redlock.nodes[2].port = slow_link.port();
+  auto service = dlock::make_lock_service(config);
+  { auto warm = service->lock("warm-up"); }  // connections open before the link slows down
+  slow_link.set_delay(200);                   // a round trip of at least 400 ms
+  constexpr auto lease = 3000ms;
+  auto guard = service->lock("slow", {.lease = lease});
+  REQUIRE(guard);
+  // The slowest node's reply came at least 400 ms after the call was sent:
+  // a validity counted from the replies would be the whole lease less the drift (lease / 100 + 2 ms).
+  CHECK(guard.remaining() <= lease - 400ms - (lease / 100 + 2ms));
+  CHECK(guard.remaining() > 0ms);
+  slow_link.set_delay(0);
+}
+
+TEST_CASE("Redlock fencing tokens grow from holder to holder even when the nodes' counters differ", "[redlock]") {
+  RedlockNodes nodes;
+  auto service = dlock::make_lock_service(nodes.config());
+  // One node's counter far ahead of the others' (it was seeded from a clock running ahead).
+  nodes[0].run({"SET", "dlock:{fenced}:fence", "5000000000000000"});
+  std::uint64_t first = 0;
+  {
+    auto guard = service->lock("fenced");
+    first = guard.fencing_token();
+    CHECK(first == 5000000000000001ULL);
+  }
+  // That node gone, the next holder's majority is the others: its token must still be larger.
+  nodes[0].kill();
+  auto guard = service->lock("fenced", {.wait = 5s});
+  CHECK(guard.fencing_token() > first);
+}
+
+TEST_CASE("a Redlock fencing token is refused once no majority holds the lock", "[redlock]") {
+  RedlockNodes nodes(3);
+  auto service = dlock::make_lock_service(nodes.config());
+  auto guard = service->lock("taken");
+  nodes[0].run({"DEL", "dlock:{taken}"});
+  nodes[1].run({"DEL", "dlock:{taken}"});
+  CHECK_THROWS_AS(guard.fencing_token(), dlock::LockLostError);
+  CHECK(guard.lost());
+}
+
+TEST_CASE("a Redlock service refuses a lease longer than a restarted node sits out", "[redlock][arguments]") {
+  RedlockNodes nodes(3);
+  auto config = nodes.config(0ms);
+  config.redis.redlock.restarted_node_delay = 30000ms;
+  // Fresh nodes would sit out 30 s: only the refusal is looked at here.
+  auto service = dlock::make_lock_service(config);
+  try {
+    service->try_lock("long", {.lease = 60000ms});
+    FAIL("a 60 s lease was accepted");
+  } catch (const dlock::InvalidArgument& e) {
+    CHECK_THAT(e.what(), Contains("redis.redlock.restarted_node_delay_ms"));
+  }
+}
+
+#ifdef FLASH_SALE_BIN  // the examples are built
+TEST_CASE("flash_sale and the dlock command run over a Redlock from one YAML file", "[redlock][examples]") {
+  RedlockNodes nodes;
+  const dlock::test::TempDir files;
+  const std::string yaml = files.write("redlock.yaml", dlock::test::deployment_yaml(nodes.config().redis));
+  dlock::test::check_examples_and_cli(yaml, "REDLOCK");
+}
+#endif
