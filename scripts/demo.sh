@@ -5,12 +5,13 @@
 #   scripts/demo.sh tls    flash_sale over TLS, against a TLS-only server with test certificates
 #   scripts/demo.sh sentinel   Sentinel mode: a master, a replica, 3 Sentinels, a failover (scripts/demo_sentinel.sh)
 #   scripts/demo.sh cluster    the examples against a throwaway 3-master Redis Cluster
+#   scripts/demo.sh redlock    Redlock mode over 5 throwaway servers, two of them paused mid-sale
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mode="${1:-}"
 case "$mode" in
-  ""|tls|sentinel|cluster) ;;
-  *) echo "usage: $0 [tls|sentinel|cluster]" >&2; exit 64 ;;
+  ""|tls|sentinel|cluster|redlock) ;;
+  *) echo "usage: $0 [tls|sentinel|cluster|redlock]" >&2; exit 64 ;;
 esac
 source scripts/setup.sh
 if [ "$mode" = sentinel ]; then exec scripts/demo_sentinel.sh; fi
@@ -37,6 +38,27 @@ if [ "$mode" = cluster ]; then
   echo
   echo "== nested_reentrant on the cluster =="
   build/examples/nested_reentrant --config "$DLOCK_CLUSTER_CONFIG"
+  exit 0
+fi
+if [ "$mode" = redlock ]; then
+  # ./scripts/demo.sh redlock: 5 independent servers; two are paused (SIGSTOP) for 2 s
+  # in the middle of the sale, and the sale stays exact on the other three.
+  source scripts/throwaway_redlock.sh
+  echo
+  echo "== flash_sale over a 5-node Redlock: 3 processes x 8 threads; nodes 1 and 2 paused for 2 s midway =="
+  build/examples/flash_sale --config "$DLOCK_REDLOCK_CONFIG" --sku SKU-1 --stock 100 --buyers 300 --threads 8 \
+    --processes 3 --reset &
+  sale=$!
+  sleep 0.5
+  kill -STOP "${redlock_pids[0]}" "${redlock_pids[1]}"
+  echo "(paused nodes 127.0.0.1:${redlock_ports[0]} and 127.0.0.1:${redlock_ports[1]})"
+  sleep 2
+  kill -CONT "${redlock_pids[0]}" "${redlock_pids[1]}"
+  echo "(resumed them)"
+  wait "$sale"
+  echo
+  echo "== nested_reentrant over the Redlock =="
+  build/examples/nested_reentrant --config "$DLOCK_REDLOCK_CONFIG"
   exit 0
 fi
 source scripts/throwaway_redis.sh
