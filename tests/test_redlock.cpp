@@ -2,6 +2,7 @@
 // had when a majority granted it. Each case starts its own nodes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -43,12 +44,14 @@ TEST_CASE("a Redlock lock is taken on every node, re-entered and released everyw
         CHECK(fields == "2");  // the hold count, set on every node
       }
     }
-    // The token is the largest of the nodes' counters.
-    std::uint64_t largest = 0;
+    // The token is the largest of the granting majority's counters (one node's
+    // counter), and reading it raises every node's counter to at least it.
+    const std::vector<std::string> drawn = nodes.run_everywhere({"GET", "dlock:{order}:fence"});
+    const std::uint64_t token = outer.fencing_token();
+    CHECK(std::count(drawn.begin(), drawn.end(), std::to_string(token)) >= 1);
     for (const std::string& counter : nodes.run_everywhere({"GET", "dlock:{order}:fence"})) {
-      largest = std::max<std::uint64_t>(largest, std::stoull(counter));
+      CHECK(std::stoull(counter) >= token);
     }
-    CHECK(outer.fencing_token() == largest);
     CHECK(nodes_holding(nodes, "order") == 5);
   }
   CHECK(nodes_holding(nodes, "order") == 0);
@@ -120,18 +123,18 @@ TEST_CASE("a Redlock grant short of a majority is given back on the nodes that g
 TEST_CASE("a Redlock lock is kept by the watchdog and reported lost once no majority holds it", "[redlock][watchdog]") {
   RedlockNodes nodes;
   auto config = nodes.config();
-  config.lock.watchdog_timeout = 600ms;
+  config.lock.watchdog_timeout = 1300ms;  // over 3 node timeouts (400 ms), as redlock mode requires
   auto service = dlock::make_lock_service(config);
   std::atomic<int> told{0};
   service->on_lost([&](const std::string& key) { told += key == "renewed" ? 1 : 100; });
   auto guard = service->lock("renewed");
-  std::this_thread::sleep_for(1500ms);  // > 2 leases: only renewals keep it
+  std::this_thread::sleep_for(2800ms);  // > 2 leases: only renewals keep it
   CHECK_FALSE(guard.lost());
   CHECK(nodes_holding(nodes, "renewed") == 5);
   // Two nodes forgetting it leave a majority; a third does not.
   nodes[0].run({"DEL", "dlock:{renewed}"});
   nodes[1].run({"DEL", "dlock:{renewed}"});
-  std::this_thread::sleep_for(700ms);
+  std::this_thread::sleep_for(1000ms);  // more than two renewals
   CHECK_FALSE(guard.lost());
   nodes[2].run({"DEL", "dlock:{renewed}"});
   CHECK(dlock::test::eventually([&] { return guard.lost(); }, 3s));
@@ -168,38 +171,18 @@ TEST_CASE("Redlock waiters are woken by the nodes' notices and each gets the loc
 TEST_CASE("a Redlock node paused past the leases lets no two holders overlap", "[redlock][fault]") {
   RedlockNodes nodes;
   auto config = nodes.config();
-  config.lock.watchdog_timeout = 500ms;
+  config.lock.watchdog_timeout = 1300ms;
   auto first = dlock::make_lock_service(config);
   auto second = dlock::make_lock_service(config);
-  std::atomic<int> inside{0};
-  std::atomic<bool> overlapped{false};
-  std::atomic<bool> stop{false};
-  std::atomic<int> cycles{0};
-  std::vector<std::thread> workers;
-  for (int t = 0; t < 4; ++t) {
-    workers.emplace_back([&, t] {
-      auto& service = t % 2 == 0 ? *first : *second;
-      while (!stop) {
-        try {
-          auto guard = service.lock("paused", {.wait = 10s, .lease = 400ms});
-          if (inside.fetch_add(1) != 0) overlapped = true;
-          std::this_thread::sleep_for(5ms);
-          inside.fetch_sub(1);
-          ++cycles;
-        } catch (const dlock::Error&) {
-        }
-      }
-    });
-  }
+  dlock::test::ExclusionWorkers workers(*first, *second, "paused", {.wait = 10s, .lease = 400ms});
   std::this_thread::sleep_for(300ms);
   nodes[2].freeze();  // mid-traffic: its grants stay in it while its clock runs on
   std::this_thread::sleep_for(1500ms);
   nodes[2].thaw();  // after every lease it held ran out
   std::this_thread::sleep_for(700ms);
-  stop = true;
-  for (auto& worker : workers) worker.join();
-  CHECK_FALSE(overlapped.load());
-  CHECK(cycles.load() > 10);
+  workers.finish();
+  CHECK_FALSE(workers.overlapped());
+  CHECK(workers.cycles() > 10);
 }
 
 TEST_CASE("a Redlock node restarted empty gives no second owner while the lock is valid", "[redlock][fault]") {
@@ -210,8 +193,8 @@ TEST_CASE("a Redlock node restarted empty gives no second owner while the lock i
   RedlockNodes nodes(3);
   auto config = nodes.config(2500ms);
   config.lock.watchdog_timeout = 2000ms;
-  // Fresh servers sit out the delay too: wait it out once.
-  std::this_thread::sleep_for(2600ms);
+  // Fresh servers sit out the delay too: wait it out once (uptime is read in whole seconds, rounded down).
+  std::this_thread::sleep_for(3200ms);
   auto holder_service = dlock::make_lock_service(config);
   auto other = dlock::make_lock_service(config);
   nodes[2].run({"HSET", "dlock:{restart}", "someone-else", "1"});
@@ -255,23 +238,44 @@ TEST_CASE("without the restart rule a Redlock node restarted empty lets a second
   CHECK(holder.remaining() > 0ms);
 }
 
+TEST_CASE("Redlock nodes paused since before the service started cost a call one node timeout, not more",
+          "[redlock][fault]") {
+  // Such nodes never loaded the scripts: a call must not first try to load
+  // them there, one after another, before it sends to the others. With a
+  // 1000 ms lease, three such waits of 400 ms would spend the whole validity
+  // on every try, and the lock could never be had.
+  RedlockNodes nodes;
+  nodes[0].freeze();
+  nodes[1].freeze();
+  auto service = dlock::make_lock_service(nodes.config());
+  auto guard = service->lock("late-start", {.wait = 5s, .lease = 1000ms});
+  CHECK(guard);
+  nodes[0].thaw();
+  nodes[1].thaw();
+}
+
 TEST_CASE("a Redlock grant's validity is counted from before the first node was sent the call", "[redlock]") {
+  // Two of three nodes behind slow links: a majority needs a slow one's reply.
   RedlockNodes nodes(3);
-  dlock::test::TcpProxy slow_link(nodes[2].port());
+  dlock::test::TcpProxy slow_a(nodes[1].port());
+  dlock::test::TcpProxy slow_b(nodes[2].port());
   auto config = nodes.config();
   config.redis.command_timeout = 1000ms;
-  config.redis.redlock.nodes[2].port = slow_link.port();
+  config.redis.redlock.nodes[1].port = slow_a.port();
+  config.redis.redlock.nodes[2].port = slow_b.port();
   auto service = dlock::make_lock_service(config);
-  { auto warm = service->lock("warm-up"); }  // connections open before the link slows down
-  slow_link.set_delay(200);                   // a round trip of at least 400 ms
+  { auto warm = service->lock("warm-up"); }  // connections open before the links slow down
+  slow_a.set_delay(200);                      // round trips of at least 400 ms
+  slow_b.set_delay(200);
   constexpr auto lease = 3000ms;
   auto guard = service->lock("slow", {.lease = lease});
   REQUIRE(guard);
-  // The slowest node's reply came at least 400 ms after the call was sent:
-  // a validity counted from the replies would be the whole lease less the drift (lease / 100 + 2 ms).
+  // The majority's last reply came at least 400 ms after the call was sent: a
+  // validity counted from the replies would be the whole lease less the drift (lease / 100 + 2 ms).
   CHECK(guard.remaining() <= lease - 400ms - (lease / 100 + 2ms));
   CHECK(guard.remaining() > 0ms);
-  slow_link.set_delay(0);
+  slow_a.set_delay(0);
+  slow_b.set_delay(0);
 }
 
 TEST_CASE("Redlock fencing tokens grow from holder to holder even when the nodes' counters differ", "[redlock]") {
@@ -299,6 +303,20 @@ TEST_CASE("a Redlock fencing token is refused once no majority holds the lock", 
   nodes[1].run({"DEL", "dlock:{taken}"});
   CHECK_THROWS_AS(guard.fencing_token(), dlock::LockLostError);
   CHECK(guard.lost());
+}
+
+TEST_CASE("a Redlock service refuses a node timeout of a third of the watchdog lease or more", "[redlock][arguments]") {
+  RedlockNodes nodes(3);
+  auto config = nodes.config();
+  config.lock.watchdog_timeout = 1200ms;  // the node timeout is 400 ms
+  CHECK_THROWS_WITH(dlock::make_lock_service(config), Contains("redis.command_timeout_ms"));
+}
+
+TEST_CASE("a Redlock service refuses one server listed under two names", "[redlock][arguments]") {
+  RedlockNodes nodes(3);
+  auto config = nodes.config();
+  config.redis.redlock.nodes[2] = {"localhost", nodes[0].port()};
+  CHECK_THROWS_WITH(dlock::make_lock_service(config), Contains("are the same redis-server"));
 }
 
 TEST_CASE("a Redlock service refuses a lease longer than a restarted node sits out", "[redlock][arguments]") {

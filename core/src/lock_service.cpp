@@ -438,8 +438,9 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
       return grant_direct(key, names, id, held, *direct, lease, renewed, called);
     }
   }
-  leave_line(names, id);
   const bool tried_once = deadline == called;
+  // A try without a wait never joined the line (its acquire said wait 0).
+  if (!tried_once) leave_line(names, id);
   (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
   if (!unacknowledged.empty()) {
@@ -708,8 +709,14 @@ std::uint64_t ServiceCore::fencing_token(const Hold& hold) {
   const std::string retention = std::to_string(config_.fence_retention.count());
   const std::array<std::string_view, 2> keys{names.lock(), names.fence()};
   const std::array<std::string_view, 3> args{lock->owner, token, retention};
-  const RedisReply reply = scripts_.run(kRaiseFenceScript, keys, args);
-  throw_if_transient(lock->key, reply, "raise the fencing token");
+  RedisReply reply;
+  try {
+    reply = scripts_.run(kRaiseFenceScript, keys, args);
+    throw_if_transient(lock->key, reply, "raise the fencing token");
+  } catch (const ConnectionError& e) {
+    throw ConnectionError(lock_label(lock->key) + ": its fencing token could not be raised on a majority of the "
+                          "Redlock's nodes, so it is not handed out; try again: " + std::string(e.what()));
+  }
   if (is_integer(reply, 1)) {
     lock->fence_raised = true;
     return lock->fencing_token;

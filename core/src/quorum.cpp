@@ -74,14 +74,15 @@ std::optional<RedisReply> first_error(const std::vector<NodeAnswer>& answers) {
   return std::nullopt;
 }
 
-[[noreturn]] void throw_undecided(const std::vector<NodeAnswer>& answers, std::string_view what) {
-  throw ConnectionError("redlock: no majority could " + std::string(what) + ": " + quorum_summary(answers) +
-                        "; check the nodes named (redis.redlock.nodes)");
+// `what` is done by a majority, or known not to be: "yes from 1, no from 1, of 3 nodes".
+std::string votes_of(const Tally& t, std::string_view yes, std::string_view no) {
+  return std::string(yes) + " on " + std::to_string(t.yes) + ", " + std::string(no) + " on " + std::to_string(t.no);
 }
 
-RedisReply undecided(const std::vector<NodeAnswer>& answers, std::string_view what) {
+RedisReply undecided(const std::vector<NodeAnswer>& answers, std::string_view what, const std::string& votes) {
   if (auto error = first_error(answers)) return *error;
-  throw_undecided(answers, what);
+  throw ConnectionError("redlock: no majority could " + std::string(what) + " (" + votes + "): " +
+                        quorum_summary(answers) + "; check the nodes named (redis.redlock.nodes)");
 }
 
 }  // namespace
@@ -126,11 +127,9 @@ AcquireOutcome combine_acquire(const std::vector<NodeAnswer>& answers, bool vali
   }
   // Not had: every grant goes back, and so does whatever a lost reply may have granted.
   long long nap = -1;  // the shortest a busy node asked for; -1: none asked
-  bool granted_somewhere = false;
   for (std::size_t i = 0; i < answers.size(); ++i) {
     const auto& reply = answers[i].reply;
     if (!reply || is_token(*reply)) outcome.to_undo.push_back(i);
-    if (reply && is_token(*reply)) granted_somewhere = true;
     if (reply && reply->type == RedisReply::Type::Integer && reply->integer < -1) {
       const long long asked = -1 - reply->integer;
       nap = nap < 0 ? asked : std::min(nap, asked);
@@ -150,8 +149,16 @@ AcquireOutcome combine_acquire(const std::vector<NodeAnswer>& answers, bool vali
       return outcome;
     }
   }
-  // A split vote or a spent validity: try again soon, at a time of one's own, so that the split does not repeat.
-  if (granted_somewhere || validity_spent || nap < 0) nap = nap < 0 ? jitter_ms : std::min(nap, jitter_ms);
+  if (validity_spent) {
+    outcome.outage = "redlock: the nodes answered too late: the lease's validity (lease - elapsed - drift) was spent "
+                     "before a majority granted it; lower redis.command_timeout_ms, or use a longer lease";
+    return outcome;
+  }
+  // Busy: sleep as the busy nodes ask (the core wakes on notices and
+  // re-confirms its place meanwhile). No node asked (a split with nobody
+  // else's lease in the way): try again at a time of one's own, so that the
+  // split does not repeat.
+  if (nap < 0) nap = jitter_ms;
   outcome.reply = integer_reply(-1 - nap);
   return outcome;
 }
@@ -173,24 +180,24 @@ RedisReply combine_release(const std::vector<NodeAnswer>& answers) {
     }
   }
   if (named && could_have_held >= majority_of(answers.size())) return *named;
-  return undecided(answers, "release the lock");
+  return undecided(answers, "release the lock", votes_of(t, "freed", "not held"));
 }
 
-RedisReply combine_renew(const std::vector<NodeAnswer>& answers) {
+RedisReply combine_renew(const std::vector<NodeAnswer>& answers, std::string_view what) {
   const Tally t = tally(answers, [](const RedisReply& r) {
     if (r.type != RedisReply::Type::Integer) return Vote::none;
     return r.integer == 1 ? Vote::yes : r.integer == 0 ? Vote::no : Vote::none;
   });
   if (t.decided_yes()) return integer_reply(1);
   if (t.decided_no()) return integer_reply(0);
-  return undecided(answers, "renew the lock");
+  return undecided(answers, what, votes_of(t, "held", "not held"));
 }
 
 RedisReply combine_leave(const std::vector<NodeAnswer>& answers) {
   for (const NodeAnswer& answer : answers) {
     if (answer.reply && !answer.reply->is_error()) return *answer.reply;
   }
-  return undecided(answers, "take the waiter out of line");
+  return undecided(answers, "take the waiter out of line", "no node answered");
 }
 
 RedisReply combine_force_release(const std::vector<NodeAnswer>& answers) {
@@ -209,7 +216,7 @@ RedisReply combine_force_release(const std::vector<NodeAnswer>& answers) {
     }
   }
   if (answered) return owners;
-  return undecided(answers, "force the release");
+  return undecided(answers, "force the release", "no node answered");
 }
 
 RedisReply combine_renew_many(const std::vector<NodeAnswer>& answers, std::size_t locks) {
@@ -230,7 +237,7 @@ RedisReply combine_renew_many(const std::vector<NodeAnswer>& answers, std::size_
       per_lock.push_back(std::move(one));
     }
     try {
-      combined.elements.push_back(combine_renew(per_lock));
+      combined.elements.push_back(combine_renew(per_lock, "renew the lock"));
     } catch (const ConnectionError& e) {
       combined.elements.push_back(error_reply(std::string(kNoQuorumError) + " " + e.what()));
     }

@@ -8,7 +8,7 @@ namespace {
 class FinishedReply final : public PendingReply {
  public:
   explicit FinishedReply(RedisReply reply) : reply_(std::move(reply)) {}
-  RedisReply get() override { return std::move(reply_); }
+  RedisReply get(std::chrono::steady_clock::time_point) override { return std::move(reply_); }
 
  private:
   RedisReply reply_;

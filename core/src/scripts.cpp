@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+
+#include <poll.h>
 #include <random>
 
 #include <string>
@@ -427,6 +430,19 @@ ScriptRunner::ScriptRunner(RedisExecutor& redis, ReplicaAcknowledgement acknowle
 
 namespace {
 
+// Whether a majority of the answers so far say yes: the call's outcome is known.
+template <bool (*Yes)(const RedisReply&)>
+bool majority_said_yes(const std::vector<NodeAnswer>& answers) {
+  const auto yes = std::count_if(answers.begin(), answers.end(),
+                                 [](const NodeAnswer& a) { return a.reply && a.votes && Yes(*a.reply); });
+  return static_cast<std::size_t>(yes) >= majority_of(answers.size());
+}
+bool is_granted(const RedisReply& r) {
+  return (r.type == RedisReply::Type::Integer && r.integer > 0) || r.type == RedisReply::Type::String;
+}
+bool is_freed(const RedisReply& r) { return r.type == RedisReply::Type::String; }
+bool is_one(const RedisReply& r) { return r.type == RedisReply::Type::Integer && r.integer == 1; }
+
 // A split vote's retry comes after a pause of the caller's own, so that callers who split once do not split again.
 long long split_vote_jitter_ms() {
   thread_local std::minstd_rand random(std::random_device{}());
@@ -438,7 +454,10 @@ long long split_vote_jitter_ms() {
 void ScriptRunner::load_all() {
   if (quorum()) {
     // Enough nodes to make a majority must have the scripts; the others load them when they come back.
-    const auto failures = in_parallel(nodes_.size(), [this](std::size_t i) { nodes_[i].scripts->load_all(); });
+    const auto failures = in_parallel(nodes_.size(), [this](std::size_t i) {
+      nodes_[i].scripts->load_all();
+      nodes_[i].scripts->load(kRaiseFenceScript);  // Redlock's own
+    });
     std::vector<NodeAnswer> answers;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       NodeAnswer answer{nodes_[i].endpoint, std::nullopt, {}, true};
@@ -484,7 +503,26 @@ std::string_view ScriptRunner::sha_of(const Script& script) {
     auto it = shas_.find(&script);
     if (it != shas_.end()) return it->second;
   }
+  if (quorum()) return learn_sha(script);
   return load(script);
+}
+
+std::string_view ScriptRunner::learn_sha(const Script& script) {
+  // A script's SHA is the same on every node: learnt from the first that
+  // loads it, it is sent to all, and a node without the script answers
+  // NOSCRIPT and loads it then. A node down is never waited for here.
+  std::vector<NodeAnswer> answers;
+  for (Node& node : nodes_) {
+    try {
+      const std::string_view sha = node.scripts->sha_of(script);
+      std::lock_guard lock(mutex_);
+      return shas_.try_emplace(&script, sha).first->second;
+    } catch (const Error& e) {
+      answers.push_back(NodeAnswer{node.endpoint, std::nullopt, e.what(), true});
+    }
+  }
+  throw ConnectionError("redlock: no node could load the " + std::string(script.name) +
+                        " script: " + quorum_summary(answers));
 }
 
 RedisCommand ScriptRunner::evalsha(std::string_view sha, const std::vector<std::string>& keys,
@@ -651,7 +689,9 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
 }
 
 std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::span<const std::string_view> keys,
-                                                     std::span<const std::string_view> args) {
+                                                     std::span<const std::string_view> args,
+                                                     std::chrono::steady_clock::time_point give_up_at,
+                                                     Decided decided) {
   SmallBuffer<std::string_view, 16> buffer(3 + keys.size() + args.size());
   const std::span<std::string_view> parts = buffer.span();
   const std::string key_count = std::to_string(keys.size());
@@ -663,24 +703,70 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
   // Every node is sent its call before any reply is read: the round trips overlap.
   std::vector<NodeAnswer> answers(nodes_.size());
   std::vector<std::unique_ptr<PendingReply>> pending(nodes_.size());
+  parts[1] = sha_of(script);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     answers[i].endpoint = nodes_[i].endpoint;
     try {
-      parts[1] = nodes_[i].scripts->sha_of(script);
       pending[i] = nodes_[i].redis->start(parts);
-    } catch (const ConnectionError& e) {
+    } catch (const Error& e) {
       answers[i].failure = e.what();
     }
   }
+  // Replies are read as they come, whichever node answers first, until every
+  // node answered or gave up, or `decided` says the outcome is known: a node
+  // slower than the others (paused, far away) then costs the call nothing,
+  // and its reply is left unread (its connection dropped; its command runs).
+  std::vector<std::size_t> lost_scripts;
+  std::vector<pollfd> watched;
+  for (;;) {
+    bool waiting = false;
+    const auto now = std::chrono::steady_clock::now();
+    auto wake = give_up_at;
+    watched.clear();
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (!pending[i]) continue;
+      try {
+        if (std::optional<RedisReply> reply = pending[i]->take_if_arrived()) {
+          pending[i].reset();  // its connection goes back to the pool: may_vote may need it
+          if (is_noscript(*reply)) {
+            lost_scripts.push_back(i);
+          } else {
+            answers[i].reply = std::move(*reply);
+            answers[i].votes = nodes_[i].redis->may_vote();
+          }
+          continue;
+        }
+        if (now >= std::min(pending[i]->due(), give_up_at)) {
+          answers[i].failure = "redis " + nodes_[i].endpoint + ": no reply in time";
+          pending[i].reset();
+          continue;
+        }
+      } catch (const Error& e) {
+        answers[i].failure = e.what();
+        pending[i].reset();
+        continue;
+      }
+      waiting = true;
+      wake = std::min(wake, pending[i]->due());
+      const int fd = pending[i]->ready_fd();
+      if (fd < 0) wake = now;  // bytes already in hand: look again at once
+      watched.push_back(pollfd{fd, POLLIN, 0});
+    }
+    if (!waiting || (decided && decided(answers))) break;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
+    ::poll(watched.data(), watched.size(), static_cast<int>(std::clamp<long long>(left, 0, 1000)));
+  }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!pending[i]) continue;
+    answers[i].failure = "redis " + nodes_[i].endpoint + ": not waited for (a majority had answered)";
+    pending[i].reset();
+  }
+  // A node that lost its scripts (a restart, SCRIPT FLUSH) loads them and runs the call again.
+  for (std::size_t i : lost_scripts) {
     try {
-      RedisReply reply = pending[i]->get();
-      // A node that lost its scripts (a restart, SCRIPT FLUSH) loads them and runs the call again.
-      if (is_noscript(reply)) reply = nodes_[i].scripts->run(script, keys, args);
-      answers[i].reply = std::move(reply);
+      answers[i].reply = nodes_[i].scripts->run(script, keys, args);
       answers[i].votes = nodes_[i].redis->may_vote();
-    } catch (const ConnectionError& e) {
+    } catch (const Error& e) {
       answers[i].failure = e.what();
     }
   }
@@ -692,51 +778,84 @@ RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std
   if (&script == &kAcquireScript) {
     // The validity is counted from before the first node was sent the call.
     const auto sent = std::chrono::steady_clock::now();
-    std::vector<NodeAnswer> answers = ask_every_node(script, keys, args);
     long long lease_ms = 0;
     std::from_chars(args[1].data(), args[1].data() + args[1].size(), lease_ms);
     const Millis lease(lease_ms);
-    const bool validity_spent = std::chrono::steady_clock::now() - sent >= lease - clock_drift(lease);
+    // A reply later than the validity's end could not count: it is not waited for.
+    const auto valid_until = sent + lease - clock_drift(lease);
+    std::vector<NodeAnswer> answers = ask_every_node(script, keys, args, valid_until, &majority_said_yes<is_granted>);
+    const bool validity_spent = std::chrono::steady_clock::now() >= valid_until;
     AcquireOutcome outcome = combine_acquire(answers, validity_spent, split_vote_jitter_ms());
-    if (!outcome.to_undo.empty()) give_back(outcome.to_undo, keys, args);
+    if (!outcome.to_undo.empty()) {
+      std::vector<bool> answered(answers.size());
+      for (std::size_t i = 0; i < answers.size(); ++i) answered[i] = answers[i].reply.has_value();
+      give_back(outcome.to_undo, answered, keys, args);
+    }
     if (outcome.outage) throw ConnectionError(*outcome.outage);
     return std::move(outcome.reply);
   }
-  const std::vector<NodeAnswer> answers = ask_every_node(script, keys, args);
+  const bool renews = &script == &kRenewScript || &script == &kRaiseFenceScript;
+  const Decided decided = &script == &kReleaseScript ? &majority_said_yes<is_freed>
+                          : renews                   ? &majority_said_yes<is_one>
+                                                     : nullptr;
+  const std::vector<NodeAnswer> answers =
+      ask_every_node(script, keys, args, std::chrono::steady_clock::time_point::max(), decided);
   if (&script == &kReleaseScript) return combine_release(answers);
-  if (&script == &kRenewScript) return combine_renew(answers);
+  if (&script == &kRenewScript) return combine_renew(answers, "renew the lock");
   if (&script == &kRenewManyScript) return combine_renew_many(answers, keys.size());
   if (&script == &kLeaveScript) return combine_leave(answers);
   if (&script == &kForceReleaseScript) return combine_force_release(answers);
-  if (&script == &kRaiseFenceScript) return combine_renew(answers);
+  if (&script == &kRaiseFenceScript) return combine_renew(answers, "raise the fencing token");
   throw InvalidArgument("the " + std::string(script.name) + " script has no quorum rule");
 }
 
-void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, std::span<const std::string_view> keys,
-                             std::span<const std::string_view> acquire_args) {
+void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, const std::vector<bool>& answered,
+                             std::span<const std::string_view> keys, std::span<const std::string_view> acquire_args) {
   // acquire's ARGV: id, lease, "wait window retention arrival"; release's: id, "window retention".
   const std::string_view settings = acquire_args[2];
   const std::size_t window_at = std::min(settings.size(), settings.find(' ') + 1);
   const std::size_t retention_at = std::min(settings.size(), settings.find(' ', window_at) + 1);
   const std::string_view line_settings = settings.substr(window_at, settings.find(' ', retention_at) - window_at);
-  std::vector<std::string> parts{"EVALSHA", "", std::to_string(keys.size())};
+  std::string sha;
+  try {
+    sha = sha_of(kReleaseScript);
+  } catch (const Error&) {
+    return;  // no node has the scripts: none can have granted anything
+  }
+  std::vector<std::string> parts{"EVALSHA", sha, std::to_string(keys.size())};
   parts.insert(parts.end(), keys.begin(), keys.end());
   parts.emplace_back(acquire_args[0]);
   parts.emplace_back(line_settings);
   std::vector<std::unique_ptr<PendingReply>> pending(nodes.size());
   for (std::size_t j = 0; j < nodes.size(); ++j) {
     try {
-      parts[1] = nodes_[nodes[j]].scripts->sha_of(kReleaseScript);
       const std::vector<std::string_view> views(parts.begin(), parts.end());
       pending[j] = nodes_[nodes[j]].redis->start(views);
-    } catch (const ConnectionError&) {
+    } catch (const Error&) {
       // Unreachable: what it granted, nobody renews; it idles out its lease.
     }
   }
-  for (auto& reply : pending) {
+  std::vector<std::size_t> lost_scripts;
+  for (std::size_t j = 0; j < nodes.size(); ++j) {
+    // A node that did not answer the acquire is not waited for again: the
+    // release is sent, and runs whenever the node reads it (its connection
+    // is dropped unread).
+    if (!answered[nodes[j]]) {
+      pending[j].reset();
+      continue;
+    }
     try {
-      if (reply) (void)reply->get();
-    } catch (const ConnectionError&) {
+      if (pending[j] && is_noscript(pending[j]->get())) lost_scripts.push_back(nodes[j]);
+    } catch (const Error&) {
+    }
+    pending[j].reset();
+  }
+  // A node that lost its scripts still has the grant: load the script there and give it back.
+  for (std::size_t node : lost_scripts) {
+    try {
+      const std::vector<std::string_view> release_args{acquire_args[0], line_settings};
+      (void)nodes_[node].scripts->run(kReleaseScript, keys, release_args);
+    } catch (const Error&) {
     }
   }
 }

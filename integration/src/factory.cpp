@@ -67,6 +67,14 @@ std::shared_ptr<RedisLockService> make_lock_service(const Config& config, std::s
                           " ms): a restarted node must sit out at least the longest lease; raise it, or set 0 for "
                           "nodes that persist every write");
   }
+  if (config.redis.mode == RedisMode::redlock && config.redis.command_timeout * 3 >= config.lock.watchdog_timeout) {
+    throw InvalidArgument("redis.command_timeout_ms: " + std::to_string(config.redis.command_timeout.count()) +
+                          " ms must be under a third of lock.watchdog_timeout_ms (" +
+                          std::to_string(config.lock.watchdog_timeout.count()) +
+                          " ms) in redlock mode: a renewal round waits up to that long for a node that does not "
+                          "answer, and the next round must still come before the lease runs out; lower the "
+                          "timeout or raise the lease");
+  }
   if (!logger) logger = make_logger(config.logging);
   auto executor = make_executor(config.redis, true, logger);
   LockConfig lock = config.lock;

@@ -3,6 +3,9 @@
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/errors.hpp"
 
+#include <optional>
+#include <utility>
+
 namespace dlock {
 
 HiredisExecutor::HiredisExecutor(RedisConfig config)
@@ -44,15 +47,27 @@ class PooledPendingReply final : public PendingReply {
   ~PooledPendingReply() override {
     if (!read_) connection_->abandon();  // its reply would be the next borrower's
   }
-  RedisReply get() override {
+  RedisReply get(std::chrono::steady_clock::time_point give_up_at) override {
+    if (arrived_) return std::move(*std::exchange(arrived_, std::nullopt));
     read_ = true;
-    return connection_->receive(deadline_);
+    return connection_->receive(std::min(deadline_, give_up_at));
   }
+  std::optional<RedisReply> take_if_arrived() override {
+    if (!arrived_) {
+      arrived_ = connection_->receive_if_arrived();
+      read_ = arrived_.has_value();
+    }
+    return arrived_;
+  }
+  // TLS may hold decrypted bytes poll() does not see: then nothing to wait on.
+  int ready_fd() const override { return connection_->input_pending() ? -1 : connection_->fd(); }
+  std::chrono::steady_clock::time_point due() const override { return deadline_; }
 
  private:
   detail::ConnectionPool::Lease connection_;
   const std::chrono::steady_clock::time_point deadline_;
   bool read_ = false;
+  std::optional<RedisReply> arrived_;  // taken by take_if_arrived, not yet by get
 };
 
 }  // namespace

@@ -180,11 +180,9 @@ Clock::time_point RedisConnection::send_command(std::span<const std::string_view
   return guarded([&] { return write_command(argv); }, [&] { return "sending " + std::string(argv.front()); });
 }
 
-RedisReply RedisConnection::receive(Clock::time_point deadline) {
+std::optional<RedisReply> RedisConnection::receive_if_arrived() {
   return guarded(
-      [&] {
-        // A reply that arrived while the caller read other servers' is taken
-        // even past its deadline: the deadline bounds the wait, not the reading.
+      [&]() -> std::optional<RedisReply> {
         char buffer[kReadChunk];
         for (std::size_t got = 0; (got = transport_->read_now(buffer, sizeof buffer)) > 0;) {
           if (redisReaderFeed(reader_.get(), buffer, got) != REDIS_OK) {
@@ -195,9 +193,22 @@ RedisReply RedisConnection::receive(Clock::time_point deadline) {
         if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
           throw TransportError(TransportError::Kind::garbled, reader_->errstr);
         }
-        if (raw == nullptr) raw = next_reply(deadline);
+        if (raw == nullptr) return std::nullopt;
         answered_ = true;
         const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
+        return to_reply(owned.get());
+      },
+      [] { return std::string("reading a reply"); });
+}
+
+RedisReply RedisConnection::receive(Clock::time_point deadline) {
+  // A reply that arrived while the caller read other servers' is taken even
+  // past its deadline: the deadline bounds the wait, not the reading.
+  if (std::optional<RedisReply> arrived = receive_if_arrived()) return std::move(*arrived);
+  return guarded(
+      [&] {
+        const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(next_reply(deadline)),
+                                                                freeReplyObject);
         return to_reply(owned.get());
       },
       [] { return std::string("reading a reply"); });

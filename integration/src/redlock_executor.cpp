@@ -10,6 +10,35 @@ namespace dlock {
 
 namespace {
 
+bool same_reply(const RedisReply& a, const RedisReply& b) {
+  if (a.type != b.type || a.integer != b.integer || a.str != b.str || a.elements.size() != b.elements.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.elements.size(); ++i) {
+    if (!same_reply(a.elements[i], b.elements[i])) return false;
+  }
+  return true;
+}
+
+// The reply most nodes gave (the first in the nodes' order among equals): a
+// read of a lock (dlock status, a waiter's look) shows what a majority holds
+// even while a node that missed it answers first.
+std::optional<RedisReply> most_given(std::vector<std::optional<RedisReply>>& replies) {
+  std::optional<std::size_t> best;
+  std::size_t best_count = 0;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (!replies[i]) continue;
+    std::size_t count = 0;
+    for (const auto& other : replies) count += other && same_reply(*replies[i], *other) ? 1 : 0;
+    if (count > best_count) {
+      best = i;
+      best_count = count;
+    }
+  }
+  if (!best) return std::nullopt;
+  return std::move(replies[*best]);
+}
+
 // The first of `answers` that has a reply; ConnectionError naming every node otherwise.
 template <typename Reply>
 Reply first_answer(std::vector<std::optional<Reply>>& replies, const std::vector<detail::NodeAnswer>& answers,
@@ -50,6 +79,16 @@ void RedlockExecutor::connect() {
     }
     answers.push_back(std::move(answer));
   }
+  // One server under two names (a host name and its address) would vote twice.
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    for (std::size_t j = i + 1; j < nodes_.size(); ++j) {
+      const std::string id = nodes_[i]->run_id();
+      if (!id.empty() && id == nodes_[j]->run_id()) {
+        throw ConfigError("redis.redlock.nodes: " + nodes_[i]->endpoint() + " and " + nodes_[j]->endpoint() +
+                          " are the same redis-server (run_id " + id + "); list each independent master once");
+      }
+    }
+  }
   if (connected < detail::majority_of(nodes_.size())) {
     throw ConnectionError("redlock: cannot reach a majority of the nodes at start-up: " +
                           detail::quorum_summary(answers) + "; check redis.redlock.nodes and that they run");
@@ -82,6 +121,7 @@ RedisReply RedlockExecutor::command_parts(std::span<const std::string_view> argv
       answers[i].failure = e.what();
     }
   }
+  if (auto reply = most_given(replies)) return std::move(*reply);
   return first_answer(replies, answers, "run " + std::string(argv.empty() ? "" : argv.front()));
 }
 

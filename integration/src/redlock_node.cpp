@@ -1,5 +1,6 @@
 #include <charconv>
 #include <mutex>
+#include <optional>
 
 #include "dlock/errors.hpp"
 #include "dlock/hiredis_executor.hpp"
@@ -28,25 +29,48 @@ std::optional<long long> uptime_seconds(const RedisReply& info) {
 struct RedlockNode::State {
   State(RedisConfig config, Millis delay) : redis(std::move(config)), restarted_node_delay(delay) {}
 
-  // Reads the uptime and sets from when the node may vote. Throws ConnectionError.
-  void read_uptime() {
+  // From when the node may vote, by its uptime now. Throws ConnectionError,
+  // or ConfigError if the node refuses INFO (the user's to fix).
+  Clock::time_point read_voting_from() {
     const RedisReply info = redis.command({"INFO", "server"});
+    if (const std::size_t at = info.str.find("run_id:"); info.type == RedisReply::Type::String && at != std::string::npos) {
+      std::lock_guard lock(mutex);
+      run_id = info.str.substr(at + 7, info.str.find_first_of("\r\n", at) - at - 7);
+    }
     const std::optional<long long> uptime = uptime_seconds(info);
     if (!uptime) {
-      throw ConnectionError("redlock node " + redis.endpoint() + ": INFO server gave no uptime (" +
+      throw ConfigError("redlock node " + redis.endpoint() + ": INFO server gave no uptime (" +
                             (info.is_error() ? info.str : std::string("unexpected reply")) +
                             "); dlock reads it to tell a node that restarted empty: grant the user INFO, or set "
                             "redis.redlock.restarted_node_delay_ms: 0 if every node persists each write");
     }
     // Whole seconds, rounded down: the node may have run up to a second longer, never less.
     const Millis left = restarted_node_delay - std::chrono::seconds(*uptime);
-    voting_from = Clock::now() + std::max(Millis(0), left);
+    return Clock::now() + std::max(Millis(0), left);
+  }
+
+  // Reads the uptime if the pool opened a connection since the last reading
+  // (one opened before it is read again: a restart breaks every connection).
+  // The reading is made without the mutex: other callers are not held up by a slow node.
+  void refresh() {
+    const std::uint64_t opened = redis.connections_opened();
+    {
+      std::lock_guard lock(mutex);
+      if (read_at_opened && *read_at_opened == opened) return;
+    }
+    const Clock::time_point from = read_voting_from();
+    std::lock_guard lock(mutex);
+    if (!read_at_opened || *read_at_opened < opened) {
+      read_at_opened = opened;
+      voting_from = from;
+    }
   }
 
   HiredisExecutor redis;
   const Millis restarted_node_delay;
   std::mutex mutex;
-  std::uint64_t read_at_opened = ~std::uint64_t{0};  // guarded by mutex: connections_opened() at the last reading
+  std::string run_id;                          // guarded by mutex: INFO server's, once read
+  std::optional<std::uint64_t> read_at_opened;  // guarded by mutex: connections_opened() at the last reading
   Clock::time_point voting_from = Clock::time_point::max();  // guarded by mutex
 };
 
@@ -57,26 +81,30 @@ RedlockNode::~RedlockNode() = default;
 
 void RedlockNode::connect() {
   state_->redis.connect();
-  if (state_->restarted_node_delay <= Millis(0)) return;
+  if (state_->restarted_node_delay > Millis(0)) {
+    state_->refresh();
+    return;
+  }
+  try {
+    (void)state_->read_voting_from();  // only for the run_id: no node may be listed twice
+  } catch (const ConfigError&) {
+    // INFO refused: with no restart rule, nothing else needs it.
+  }
+}
+
+std::string RedlockNode::run_id() const {
   std::lock_guard lock(state_->mutex);
-  const std::uint64_t opened = state_->redis.connections_opened();
-  state_->read_uptime();
-  state_->read_at_opened = opened;
+  return state_->run_id;
 }
 
 bool RedlockNode::may_vote() {
   if (state_->restarted_node_delay <= Millis(0)) return true;
-  std::lock_guard lock(state_->mutex);
-  // Read before the uptime: a connection opened meanwhile makes the next vote read it again.
-  const std::uint64_t opened = state_->redis.connections_opened();
-  if (opened != state_->read_at_opened) {
-    try {
-      state_->read_uptime();
-      state_->read_at_opened = opened;
-    } catch (const Error&) {
-      return false;  // not known not to have restarted: read again at the next vote
-    }
+  try {
+    state_->refresh();
+  } catch (const Error&) {
+    return false;  // not known not to have restarted: read again at the next vote
   }
+  std::lock_guard lock(state_->mutex);
   return Clock::now() >= state_->voting_from;
 }
 

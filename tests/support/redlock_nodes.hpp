@@ -3,8 +3,10 @@
 // Redlock (redis.mode: redlock). A node may be paused, killed and restarted
 // (RedisServer's own controls) to take it out of the majority.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,46 @@ class RedlockNodes {
 
  private:
   std::vector<std::unique_ptr<RedisServer>> servers_;
+};
+
+// Threads of two services taking `key` in turn until stopped, each noting
+// whether anyone else was inside while it held the lock: an overlap means two
+// holders at once. Errors (a wait run out while nodes are paused) are passed over.
+class ExclusionWorkers {
+ public:
+  ExclusionWorkers(RedisLockService& first, RedisLockService& second, const std::string& key, LockOptions options,
+                   int threads = 4) {
+    for (int t = 0; t < threads; ++t) {
+      workers_.emplace_back([this, &service = t % 2 == 0 ? first : second, key, options] {
+        while (!stop_) {
+          try {
+            auto guard = service.lock(key, options);
+            if (inside_.fetch_add(1) != 0) overlapped_ = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(4));
+            inside_.fetch_sub(1);
+            ++cycles_;
+          } catch (const Error&) {
+          }
+        }
+      });
+    }
+  }
+  ~ExclusionWorkers() { finish(); }
+  void finish() {
+    stop_ = true;
+    for (auto& worker : workers_) {
+      if (worker.joinable()) worker.join();
+    }
+  }
+  bool overlapped() const { return overlapped_.load(); }
+  int cycles() const { return cycles_.load(); }
+
+ private:
+  std::atomic<int> inside_{0};
+  std::atomic<bool> overlapped_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> cycles_{0};
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace dlock::test

@@ -69,7 +69,17 @@ class PendingReply {
  public:
   virtual ~PendingReply() = default;
   // The reply, or ConnectionError as RedisExecutor::command throws it. Once.
-  virtual RedisReply get() = 0;
+  // Waits until the command timeout, or `give_up_at` if sooner.
+  virtual RedisReply get(std::chrono::steady_clock::time_point give_up_at) = 0;
+  RedisReply get() { return get(std::chrono::steady_clock::time_point::max()); }
+  // Without waiting: the reply if it has come, else none (ConnectionError as
+  // get()). After a reply came, get() returns it.
+  virtual std::optional<RedisReply> take_if_arrived() { return get(); }
+  // A descriptor that turns readable when more of the reply comes (poll()),
+  // or -1 if there is none to watch (the reply is already here).
+  virtual int ready_fd() const { return -1; }
+  // When get() would give up waiting.
+  virtual std::chrono::steady_clock::time_point due() const { return std::chrono::steady_clock::time_point::max(); }
 };
 
 class RedisExecutor {

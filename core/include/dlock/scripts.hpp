@@ -118,6 +118,8 @@ class ScriptRunner {
   // Views that stay valid as long as the runner.
   std::string_view sha_of(const Script& script);
   std::string_view load(const Script& script);
+  // Redlock: the SHA, from the first node that has or loads the script.
+  std::string_view learn_sha(const Script& script);
   static RedisCommand evalsha(std::string_view sha, const std::vector<std::string>& keys,
                               const std::vector<std::string>& args);
   static bool is_noscript(const RedisReply& reply);
@@ -135,13 +137,18 @@ class ScriptRunner {
     std::string endpoint;
   };
   // Each node's reply to one call, sent to all before any is read.
+  // Replies later than `give_up_at` count as none; once `decided` holds, the
+  // nodes still to answer are not waited for.
+  using Decided = bool (*)(const std::vector<NodeAnswer>&);
   std::vector<NodeAnswer> ask_every_node(const Script& script, std::span<const std::string_view> keys,
-                                                std::span<const std::string_view> args);
+                                         std::span<const std::string_view> args,
+                                         std::chrono::steady_clock::time_point give_up_at, Decided decided);
   RedisReply run_on_quorum(const Script& script, std::span<const std::string_view> keys,
                            std::span<const std::string_view> args);
-  // Gives back, on the nodes named, a grant of the acquisition in acquire's `args` (best effort).
-  void give_back(const std::vector<std::size_t>& nodes, std::span<const std::string_view> keys,
-                 std::span<const std::string_view> acquire_args);
+  // Gives back, on the nodes named, a grant of the acquisition in acquire's
+  // `args` (best effort); waits only for nodes that `answered` the acquire.
+  void give_back(const std::vector<std::size_t>& nodes, const std::vector<bool>& answered,
+                 std::span<const std::string_view> keys, std::span<const std::string_view> acquire_args);
   std::vector<RedisReply> run_pipelined_on_quorum(
       const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
       std::chrono::steady_clock::time_point deadline);

@@ -33,6 +33,7 @@ class ConnectionPool {
     ~Lease();
     RedisConnection& operator*() { return *connection_; }
     RedisConnection* operator->() { return connection_.get(); }
+    const RedisConnection* operator->() const { return connection_.get(); }
 
    private:
     ConnectionPool* pool_;

@@ -54,6 +54,8 @@ class RedisConnection {
   // caller's alone; if receive() is never called, call abandon().
   std::chrono::steady_clock::time_point send_command(std::span<const std::string_view> argv);
   RedisReply receive(std::chrono::steady_clock::time_point deadline);
+  // receive() without waiting: the reply if it has all arrived, else none.
+  std::optional<RedisReply> receive_if_arrived();
   // Marks the connection broken: a reply is still on its way on it.
   void abandon() { abandoned_ = true; }
 

@@ -6,9 +6,10 @@
 // core's (ScriptRunner over quorum_nodes()); this executor carries what is
 // not a lock decision:
 // - command() and command_parts() go to every node at once (the service's
-//   registry entry is written everywhere) and return the first reply in the
-//   nodes' order; ConnectionError only when no node answered. pipeline() and
-//   urgent_pipeline() likewise.
+//   registry entry is written everywhere) and return the reply most nodes
+//   gave (the first in the nodes' order among equals); ConnectionError only
+//   when no node answered. pipeline() and urgent_pipeline() return the first
+//   node's replies that came.
 // - subscribe() listens on every node: a notice from any wakes the waiter.
 // - for_each_master() visits every node (the CLI's SCAN).
 
@@ -62,8 +63,11 @@ class RedlockNode final : public RedisExecutor {
   RedlockNode(RedisConfig node_config, Millis restarted_node_delay);
   ~RedlockNode() override;
 
-  // Opens a connection (PING) and reads the node's uptime: throws ConnectionError.
+  // Opens a connection (PING) and reads the node's uptime and run_id: throws
+  // ConnectionError, or ConfigError if the node refuses INFO while the restart rule needs it.
   void connect();
+  // The server's run_id (INFO server), once read; empty before.
+  std::string run_id() const;
 
   RedisReply command(const RedisCommand& argv) override;
   RedisReply command_parts(std::span<const std::string_view> argv) override;

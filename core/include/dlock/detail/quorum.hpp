@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dlock/redis_executor.hpp"
@@ -29,11 +30,11 @@ struct NodeAnswer {
 inline std::size_t majority_of(std::size_t nodes) { return nodes / 2 + 1; }
 
 // acquire: the largest fencing token of the granting majority; otherwise the
-// smallest nap among the nodes that said busy (`jitter_ms` when none did, or
-// when the vote split), with `to_undo` naming the nodes whose grant must be
-// given back (those that granted, and those whose reply was lost).
-// `validity_spent`: the round trip took the whole validity, so even a
-// majority's grant is not had.
+// smallest nap among the nodes that said busy (`jitter_ms` when none did),
+// with `to_undo` naming the nodes whose grant must be given back (those that
+// granted, and those whose reply was lost). `validity_spent`: the round trip
+// took the whole validity, so even a majority's grant is not had (an outage:
+// the nodes are too slow for the lease).
 struct AcquireOutcome {
   RedisReply reply;
   std::vector<std::size_t> to_undo;
@@ -47,7 +48,8 @@ AcquireOutcome combine_acquire(const std::vector<NodeAnswer>& answers, bool vali
 // force_release: the owners any node removed. Undecided: the first error
 // reply, or a ConnectionError naming every node that did not answer.
 RedisReply combine_release(const std::vector<NodeAnswer>& answers);
-RedisReply combine_renew(const std::vector<NodeAnswer>& answers);
+// `what` names the call in messages ("renew the lock", "raise the fencing token").
+RedisReply combine_renew(const std::vector<NodeAnswer>& answers, std::string_view what);
 RedisReply combine_leave(const std::vector<NodeAnswer>& answers);
 RedisReply combine_force_release(const std::vector<NodeAnswer>& answers);
 // renew_many: lock by lock as renew, an undecided lock answered with an
