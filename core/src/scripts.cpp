@@ -424,8 +424,13 @@ return owners
 ScriptRunner::ScriptRunner(RedisExecutor& redis, ReplicaAcknowledgement acknowledgement)
     : redis_(redis), acknowledgement_(acknowledgement) {
   for (RedisExecutor* node : redis.quorum_nodes()) {
-    nodes_.push_back(Node{node, std::make_unique<ScriptRunner>(*node, acknowledgement), node->endpoint()});
+    nodes_.push_back(Node{node, std::make_unique<ScriptRunner>(*node, acknowledgement), node->endpoint(),
+                          std::make_unique<std::atomic<std::chrono::steady_clock::rep>>(0)});
   }
+}
+
+void ScriptRunner::rest(std::size_t node, std::chrono::steady_clock::time_point now) {
+  nodes_[node].resting_until->store((now + kNodeRest).time_since_epoch().count());
 }
 
 namespace {
@@ -511,6 +516,14 @@ std::string_view ScriptRunner::learn_sha(const Script& script) {
   // A script's SHA is the same on every node: learnt from the first that
   // loads it, it is sent to all, and a node without the script answers
   // NOSCRIPT and loads it then. A node down is never waited for here.
+  // First from a node that loaded it already (at start-up): no round trip, and no waiting on a node that is down.
+  for (Node& node : nodes_) {
+    std::lock_guard node_lock(node.scripts->mutex_);
+    auto it = node.scripts->shas_.find(&script);
+    if (it == node.scripts->shas_.end()) continue;
+    std::lock_guard lock(mutex_);
+    return shas_.try_emplace(&script, it->second).first->second;
+  }
   std::vector<NodeAnswer> answers;
   for (Node& node : nodes_) {
     try {
@@ -691,7 +704,11 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
 std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::span<const std::string_view> keys,
                                                      std::span<const std::string_view> args,
                                                      std::chrono::steady_clock::time_point give_up_at,
-                                                     Decided decided) {
+                                                     Decided decided, bool wait_for_all,
+                                                     std::optional<std::chrono::steady_clock::time_point>* decided_at) {
+  std::optional<std::chrono::steady_clock::time_point> decided_here;
+  if (!decided_at) decided_at = &decided_here;
+  const auto started = std::chrono::steady_clock::now();
   SmallBuffer<std::string_view, 16> buffer(3 + keys.size() + args.size());
   const std::span<std::string_view> parts = buffer.span();
   const std::string key_count = std::to_string(keys.size());
@@ -704,8 +721,16 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
   std::vector<NodeAnswer> answers(nodes_.size());
   std::vector<std::unique_ptr<PendingReply>> pending(nodes_.size());
   parts[1] = sha_of(script);
+  const auto sending = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     answers[i].endpoint = nodes_[i].endpoint;
+    // A node that just failed is given a rest: calls would otherwise each
+    // open a connection to it (and a paused server's backlog fills up).
+    if (sending.time_since_epoch().count() < nodes_[i].resting_until->load()) {
+      answers[i].failure = "redis " + nodes_[i].endpoint + ": skipped: it failed less than " +
+                           std::to_string(kNodeRest.count()) + " ms ago";
+      continue;
+    }
     try {
       pending[i] = nodes_[i].redis->start(parts);
     } catch (const Error& e) {
@@ -738,12 +763,15 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
         }
         if (now >= std::min(pending[i]->due(), give_up_at)) {
           answers[i].failure = "redis " + nodes_[i].endpoint + ": no reply in time";
+          // Silent for its whole command timeout (not just past this call's own limit): rest it.
+          if (now >= pending[i]->due()) rest(i, now);
           pending[i].reset();
           continue;
         }
       } catch (const Error& e) {
         answers[i].failure = e.what();
         pending[i].reset();
+        rest(i, now);
         continue;
       }
       waiting = true;
@@ -752,7 +780,13 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
       if (fd < 0) wake = now;  // bytes already in hand: look again at once
       watched.push_back(pollfd{fd, POLLIN, 0});
     }
-    if (!waiting || (decided && decided(answers))) break;
+    if (decided && !*decided_at && decided(answers)) *decided_at = now;
+    if (*decided_at) {
+      const auto stragglers_until = **decided_at + (**decided_at - started);
+      if (!wait_for_all || now >= stragglers_until) break;
+      wake = std::min(wake, stragglers_until);
+    }
+    if (!waiting) break;
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
     ::poll(watched.data(), watched.size(), static_cast<int>(std::clamp<long long>(left, 0, 1000)));
   }
@@ -783,8 +817,15 @@ RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std
     const Millis lease(lease_ms);
     // A reply later than the validity's end could not count: it is not waited for.
     const auto valid_until = sent + lease - clock_drift(lease);
-    std::vector<NodeAnswer> answers = ask_every_node(script, keys, args, valid_until, &majority_said_yes<is_granted>);
-    const bool validity_spent = std::chrono::steady_clock::now() >= valid_until;
+    // Once a majority granted, the others are waited for as long again as the
+    // majority took (and never past the validity's end): a node left unread
+    // may grant after this caller's release reached it on another
+    // connection, and hold the lock there, a minority, for one lease. The
+    // validity is judged by when the majority had granted.
+    std::optional<std::chrono::steady_clock::time_point> granted_at;
+    std::vector<NodeAnswer> answers =
+        ask_every_node(script, keys, args, valid_until, &majority_said_yes<is_granted>, true, &granted_at);
+    const bool validity_spent = (granted_at ? *granted_at : std::chrono::steady_clock::now()) >= valid_until;
     AcquireOutcome outcome = combine_acquire(answers, validity_spent, split_vote_jitter_ms());
     if (!outcome.to_undo.empty()) {
       std::vector<bool> answered(answers.size());
@@ -798,8 +839,10 @@ RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std
   const Decided decided = &script == &kReleaseScript ? &majority_said_yes<is_freed>
                           : renews                   ? &majority_said_yes<is_one>
                                                      : nullptr;
+  // A release, renewal or raise left unread on a slow node is harmless: it is
+  // owner-checked by the acquisition's id, so arriving late it changes nothing of anyone else's.
   const std::vector<NodeAnswer> answers =
-      ask_every_node(script, keys, args, std::chrono::steady_clock::time_point::max(), decided);
+      ask_every_node(script, keys, args, std::chrono::steady_clock::time_point::max(), decided, false, nullptr);
   if (&script == &kReleaseScript) return combine_release(answers);
   if (&script == &kRenewScript) return combine_renew(answers, "renew the lock");
   if (&script == &kRenewManyScript) return combine_renew_many(answers, keys.size());

@@ -32,9 +32,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -135,14 +137,22 @@ class ScriptRunner {
     RedisExecutor* redis;
     std::unique_ptr<ScriptRunner> scripts;
     std::string endpoint;
+    // Until when (steady clock) calls skip the node: it just failed or stayed silent.
+    std::unique_ptr<std::atomic<std::chrono::steady_clock::rep>> resting_until;
   };
+  // How long a Redlock node that failed is skipped before it is tried again.
+  static constexpr std::chrono::milliseconds kNodeRest{1000};
+  void rest(std::size_t node, std::chrono::steady_clock::time_point now);
   // Each node's reply to one call, sent to all before any is read.
-  // Replies later than `give_up_at` count as none; once `decided` holds, the
-  // nodes still to answer are not waited for.
+  // Replies later than `give_up_at` count as none. Once `decided` holds, the
+  // nodes still to answer are not waited for, unless `wait_for_all`; the
+  // time it first held goes to `decided_at` (if given).
   using Decided = bool (*)(const std::vector<NodeAnswer>&);
   std::vector<NodeAnswer> ask_every_node(const Script& script, std::span<const std::string_view> keys,
                                          std::span<const std::string_view> args,
-                                         std::chrono::steady_clock::time_point give_up_at, Decided decided);
+                                         std::chrono::steady_clock::time_point give_up_at, Decided decided,
+                                         bool wait_for_all,
+                                         std::optional<std::chrono::steady_clock::time_point>* decided_at);
   RedisReply run_on_quorum(const Script& script, std::span<const std::string_view> keys,
                            std::span<const std::string_view> args);
   // Gives back, on the nodes named, a grant of the acquisition in acquire's
