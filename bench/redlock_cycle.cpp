@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock/hiredis_executor.hpp"
+#include "dlock/redlock_executor.hpp"
 #include "redis_server.hpp"
 #include "alternating_blocks.hpp"
 
@@ -36,6 +38,13 @@ double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   return values[std::min(values.size() - 1, static_cast<std::size_t>(p * static_cast<double>(values.size())))];
+}
+
+// µs per round trip of PING through `redis` (for a Redlock: to every node, then every reply read).
+double block_us_per_ping(dlock::RedisExecutor& redis, int rounds) {
+  const auto started = Clock::now();
+  for (int i = 0; i < rounds; ++i) (void)redis.command({"PING"});
+  return std::chrono::duration<double, std::micro>(Clock::now() - started).count() / rounds;
 }
 
 // Returns whether the counter came out exact.
@@ -105,5 +114,16 @@ int main(int argc, char** argv) {
   const double s = median(single_us), r = median(redlock_us);
   std::printf("uncontended lock+unlock cycle, median of %d alternating blocks of %d cycles:\n", blocks, cycles);
   std::printf("  single node %.1f us/cycle, redlock (5 nodes) %.1f us/cycle, redlock/single %.3f\n", s, r, r / s);
+  // The floor under those: a bare round trip (PING) to one node, and to all five at once.
+  dlock::HiredisExecutor one(nodes.front()->config().redis);
+  dlock::RedlockExecutor five(redlock_config.redis);
+  std::vector<double> one_us, five_us;
+  for (int b = 0; b < blocks; ++b) {
+    one_us.push_back(block_us_per_ping(one, cycles));
+    five_us.push_back(block_us_per_ping(five, cycles));
+  }
+  const double p1 = median(one_us), p5 = median(five_us);
+  std::printf("  floor: PING round trip to one node %.1f us, to all five at once %.1f us (%.3f); a cycle is 2 round "
+              "trips: redlock cycle / (2 x five-node PING) %.2f\n", p1, p5, p5 / p1, r / (2 * p5));
   return contention(*redlock, 8, seconds) ? 0 : 1;
 }
