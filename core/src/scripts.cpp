@@ -726,6 +726,7 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
     answers[i].endpoint = nodes_[i].endpoint;
     // A node that just failed is given a rest: calls would otherwise each
     // open a connection to it (and a paused server's backlog fills up).
+    answers[i].sent = false;
     if (sending.time_since_epoch().count() < nodes_[i].resting_until->load()) {
       answers[i].failure = "redis " + nodes_[i].endpoint + ": skipped: it failed less than " +
                            std::to_string(kNodeRest.count()) + " ms ago";
@@ -733,8 +734,10 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
     }
     try {
       pending[i] = nodes_[i].redis->start(parts);
+      answers[i].sent = true;
     } catch (const Error& e) {
       answers[i].failure = e.what();
+      rest(i, std::chrono::steady_clock::now());
     }
   }
   // Replies are read as they come, whichever node answers first, until every
@@ -780,7 +783,7 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
       if (fd < 0) wake = now;  // bytes already in hand: look again at once
       watched.push_back(pollfd{fd, POLLIN, 0});
     }
-    if (decided && !*decided_at && decided(answers)) *decided_at = now;
+    if (decided && !*decided_at && decided(answers)) *decided_at = std::chrono::steady_clock::now();
     if (*decided_at) {
       const auto stragglers_until = **decided_at + (**decided_at - started);
       if (!wait_for_all || now >= stragglers_until) break;
@@ -828,9 +831,14 @@ RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std
     const bool validity_spent = (granted_at ? *granted_at : std::chrono::steady_clock::now()) >= valid_until;
     AcquireOutcome outcome = combine_acquire(answers, validity_spent, split_vote_jitter_ms());
     if (!outcome.to_undo.empty()) {
+      // A node the acquire never reached has nothing to give back: it is not dialled again.
+      std::vector<std::size_t> reached;
       std::vector<bool> answered(answers.size());
+      for (std::size_t i : outcome.to_undo) {
+        if (answers[i].sent) reached.push_back(i);
+      }
       for (std::size_t i = 0; i < answers.size(); ++i) answered[i] = answers[i].reply.has_value();
-      give_back(outcome.to_undo, answered, keys, args);
+      if (!reached.empty()) give_back(reached, answered, keys, args);
     }
     if (outcome.outage) throw ConnectionError(*outcome.outage);
     return std::move(outcome.reply);

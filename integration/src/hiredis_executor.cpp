@@ -59,8 +59,8 @@ class PooledPendingReply final : public PendingReply {
     }
     return arrived_;
   }
-  // TLS may hold decrypted bytes poll() does not see: then nothing to wait on.
-  int ready_fd() const override { return connection_->input_pending() ? -1 : connection_->fd(); }
+  // take_if_arrived() drains what TLS holds decrypted before any poll(), so the socket is what to watch.
+  int ready_fd() const override { return connection_->fd(); }
   std::chrono::steady_clock::time_point due() const override { return deadline_; }
 
  private:

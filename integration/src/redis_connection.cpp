@@ -183,17 +183,21 @@ Clock::time_point RedisConnection::send_command(std::span<const std::string_view
 std::optional<RedisReply> RedisConnection::receive_if_arrived() {
   return guarded(
       [&]() -> std::optional<RedisReply> {
+        // A whole reply is taken as soon as it is in, before reading on: a
+        // server that closes right after its reply must not cost the reply.
+        void* raw = nullptr;
         char buffer[kReadChunk];
-        for (std::size_t got = 0; (got = transport_->read_now(buffer, sizeof buffer)) > 0;) {
+        for (;;) {
+          if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+            throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+          }
+          if (raw != nullptr) break;
+          const std::size_t got = transport_->read_now(buffer, sizeof buffer);
+          if (got == 0) return std::nullopt;
           if (redisReaderFeed(reader_.get(), buffer, got) != REDIS_OK) {
             throw TransportError(TransportError::Kind::garbled, reader_->errstr);
           }
         }
-        void* raw = nullptr;
-        if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
-          throw TransportError(TransportError::Kind::garbled, reader_->errstr);
-        }
-        if (raw == nullptr) return std::nullopt;
         answered_ = true;
         const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
         return to_reply(owned.get());

@@ -25,6 +25,7 @@ struct NodeAnswer {
   std::optional<RedisReply> reply;  // none: the node gave no reply (unreachable, timed out)
   std::string failure;              // why, when there is no reply
   bool votes = true;                // whether its grants count now (RedisExecutor::may_vote)
+  bool sent = true;                 // whether the call reached the node's socket (false: skipped, or sending failed)
 };
 
 inline std::size_t majority_of(std::size_t nodes) { return nodes / 2 + 1; }
