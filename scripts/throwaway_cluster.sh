@@ -4,6 +4,7 @@
 # Source it; afterwards DLOCK_CLUSTER_CONFIG names a dlock config file
 # (redis.mode: cluster, every node a seed).
 
+source scripts/loopback_server.sh
 cluster_dir=$(mktemp -d /tmp/dlock-demo-cluster-XXXXXX)
 cluster_pids=()
 stop_throwaway_cluster() {
@@ -15,31 +16,12 @@ trap stop_throwaway_cluster EXIT
 
 cluster_ports=()
 for node in 1 2 3; do
-  started=""
-  for attempt in $(seq 1 20); do
-    port=$((20000 + RANDOM % 20000))
-    mkdir -p "$cluster_dir/$port"
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$cluster_dir/$port" \
-      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
-      --logfile "$cluster_dir/$port/redis.log" --daemonize no &
-    pid=$!
-    for _ in $(seq 1 100); do
-      if redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then break; fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    if kill -0 "$pid" 2>/dev/null && redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then
-      cluster_pids+=("$pid")
-      cluster_ports+=("$port")
-      started=yes
-      break
-    fi
-    wait "$pid" 2>/dev/null || true
-  done
-  if [ -z "$started" ]; then
+  if ! start_loopback_server "$cluster_dir" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000; then
     echo "could not start a cluster node on a free loopback port" >&2
     return 1
   fi
+  cluster_pids+=("$loopback_pid")
+  cluster_ports+=("$loopback_port")
 done
 
 nodes=""

@@ -8,6 +8,7 @@
 # brand new and never restart during the demo: with the default (30000), a
 # node that just started sits out 30 s before its grants count.
 
+source scripts/loopback_server.sh
 redlock_dir=$(mktemp -d /tmp/dlock-demo-redlock-XXXXXX)
 redlock_pids=()
 redlock_ports=()
@@ -19,30 +20,12 @@ stop_throwaway_redlock() {
 trap stop_throwaway_redlock EXIT
 
 for node in 1 2 3 4 5; do
-  started=""
-  for attempt in $(seq 1 20); do
-    port=$((20000 + RANDOM % 20000))
-    mkdir -p "$redlock_dir/$port"
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$redlock_dir/$port" \
-      --logfile "$redlock_dir/$port/redis.log" --daemonize no &
-    pid=$!
-    for _ in $(seq 1 100); do
-      if redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then break; fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    if kill -0 "$pid" 2>/dev/null && redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then
-      redlock_pids+=("$pid")
-      redlock_ports+=("$port")
-      started=yes
-      break
-    fi
-    wait "$pid" 2>/dev/null || true
-  done
-  if [ -z "$started" ]; then
+  if ! start_loopback_server "$redlock_dir"; then
     echo "could not start a Redlock node on a free loopback port" >&2
     return 1
   fi
+  redlock_pids+=("$loopback_pid")
+  redlock_ports+=("$loopback_port")
 done
 
 DLOCK_REDLOCK_CONFIG="$redlock_dir/dlock-redlock.yaml"
