@@ -113,14 +113,20 @@ TEST_CASE("a hook that drops the guards and the last reference to the service, w
     std::shared_ptr<Holder> last;
     {
       std::lock_guard lock(mutex);
-      if (owned) redis.stop();  // Redis is unreachable when the guards release
+      if (owned) {
+        // Both locks must be lost before the guards go: on a loaded machine the two
+        // may be found gone in different rounds, and a guard released first is no
+        // longer watched. The hook runs off the renewer, so b's round goes on meanwhile.
+        dlock::test::eventually([&] { return owned->a.lost() && owned->b.lost(); }, 4000ms);
+        redis.stop();  // Redis is unreachable when the guards release
+      }
       last = std::move(owned);
     }
     last.reset();  // the guards release (and fail: logged, not thrown), then the service goes
     calls.fetch_add(1);
   });
   holder->a = holder->service->lock("a");
-  holder->b = holder->service->lock("b");  // due for renewal in the same round as a
+  holder->b = holder->service->lock("b");
   std::weak_ptr<Holder> watch = holder;
   holder.reset();
   redis.run({"DEL", "dlock:{a}", "dlock:{b}"});  // the next round finds both gone
