@@ -55,5 +55,8 @@ cmake --build "$build_dir" -j"$(nproc)"
 cd "$build_dir"
 # The sanitizers' shadow memory wants a predictable address space; with
 # address randomisation off (for ctest and every process it starts) they never
-# trip over a mapping the kernel placed in their way.
-setarch "$(uname -m)" -R ctest -j"$(nproc)" --output-on-failure --timeout 600
+# trip over a mapping the kernel placed in their way. The compile-failure and
+# packaging tests are left to the plain pass: they exercise the compiler and
+# CMake, not dlock's code at run time, and rebuilding dlock under a sanitizer
+# costs minutes of CI for nothing a sanitizer could find.
+setarch "$(uname -m)" -R ctest -j"$(nproc)" --output-on-failure --timeout 600 -E '^(compile|packaging):'
