@@ -55,10 +55,14 @@
 // while a live waiter is in line. A waiter that died costs the others at most
 // one turn window (lock.turn_window_ms).
 
+#include <concepts>
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <ranges>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <spdlog/logger.h>
 
@@ -66,6 +70,7 @@
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_options.hpp"
 #include "dlock/lock_stats.hpp"
+#include "dlock/multi_lock_guard.hpp"
 #include "dlock/redis_executor.hpp"
 
 namespace dlock {
@@ -105,6 +110,39 @@ class RedisLockService {
   // takes a free lock while a live waiter is in line.
   LockGuard try_lock(std::string_view key, LockOptions options = {});
 
+  // Takes every key of a set (any range of strings, or a braced list) and
+  // returns one guard holding them all (Redisson's RedissonMultiLock), or
+  // throws LockTimeoutError holding none of them: the wait (options.wait, else
+  // lock.wait_ms) is for the whole set, and a key not had in it releases the
+  // keys already taken. The keys are taken one by one in one order for every
+  // caller (sorted bytewise, whatever order they were given in), each as
+  // lock() takes it (in its fair line, re-entrant with this thread's holds,
+  // renewed, with its own fencing token), so callers locking overlapping sets
+  // never deadlock: a caller waiting for a key holds only keys that sort
+  // before it, and whoever holds that key never waits for those. Keys may
+  // live on different Redis Cluster nodes and in any mode. Throws
+  // InvalidArgument, before touching Redis, for an empty set, a key given
+  // twice, or any key or option lock() would refuse.
+  template <std::ranges::input_range Keys>
+    requires std::convertible_to<std::ranges::range_reference_t<Keys>, std::string_view>
+  MultiLockGuard lock_all(const Keys& keys, LockOptions options = {}) {
+    return acquire_all(key_set(keys), options, true);
+  }
+  MultiLockGuard lock_all(std::initializer_list<std::string_view> keys, LockOptions options = {}) {
+    return acquire_all(key_set(keys), options, true);
+  }
+
+  // As lock_all(), but returns an empty (false) guard instead of throwing
+  // LockTimeoutError; without options.wait each key is tried once, as try_lock() does.
+  template <std::ranges::input_range Keys>
+    requires std::convertible_to<std::ranges::range_reference_t<Keys>, std::string_view>
+  MultiLockGuard try_lock_all(const Keys& keys, LockOptions options = {}) {
+    return acquire_all(key_set(keys), options, false);
+  }
+  MultiLockGuard try_lock_all(std::initializer_list<std::string_view> keys, LockOptions options = {}) {
+    return acquire_all(key_set(keys), options, false);
+  }
+
   // Java/Redisson style: releases the most recent hold of `key` taken by the
   // CURRENT thread; that hold's guard becomes empty. Throws NotOwnerError,
   // with Redis untouched, if this thread holds none; LockLostError as
@@ -131,6 +169,14 @@ class RedisLockService {
   LockStats stats() const;
 
  private:
+  template <typename Keys>
+  static std::vector<std::string> key_set(const Keys& keys) {
+    std::vector<std::string> set;
+    for (auto&& key : keys) set.emplace_back(std::string_view(key));
+    return set;
+  }
+  MultiLockGuard acquire_all(std::vector<std::string> keys, LockOptions options, bool throw_on_timeout);
+
   std::shared_ptr<detail::ServiceCore> core_;
 };
 

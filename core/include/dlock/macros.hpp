@@ -10,6 +10,11 @@
 //   DISTRIBUTED_LOCK_SCOPE("order:{}:{}", user_id, order_id);  // held to the end of the enclosing scope
 //   DISTRIBUTED_LOCK_SCOPE_AS(guard, "order:{}", id);           // the same, with the guard named
 //   DISTRIBUTED_LOCK_SERVICE(service);  // the forms below it in this block use `service`
+//   WITH_DISTRIBUTED_LOCKS(order.skus) { ... }              // every key of a range, or none (lock_all)
+//   WITH_DISTRIBUTED_LOCKS("stock:{}", order.skus) { ... }  // one key per value of a range
+//   WITH_DISTRIBUTED_LOCKS({"stock:1", "stock:2"}, {.wait = 500ms}) { ... }
+//   WITH_DISTRIBUTED_LOCKS_AS(locks, "stock:{}", skus) { pay(locks.fencing_token("stock:1")); }
+//   WITH_DISTRIBUTED_LOCKS_IF_FREE(keys) { ... } else { skipped(); }
 //
 // Arguments: one is a key as it is; with more, the first is a template whose
 // fields and values are checked at compile time (lock_key.hpp). Options, if
@@ -38,6 +43,8 @@
 
 #include "dlock/default_service.hpp"
 #include "dlock/detail/block_guard.hpp"
+#include "dlock/detail/block_keys_request.hpp"
+#include "dlock/detail/block_multi_guard.hpp"
 #include "dlock/detail/block_request.hpp"
 #include "dlock/detail/block_service.hpp"
 #include "dlock/lock_aware.hpp"
@@ -81,3 +88,25 @@
 // LockAware class, for instance, some_object.lock_service().
 #define DISTRIBUTED_LOCK_SERVICE(service) \
   [[maybe_unused]] const ::dlock::detail::ServiceHandle dlock_current_lock_service{service}
+
+// A set of keys taken together (RedisLockService::lock_all): the body runs
+// holding all of them; a key not had within the wait releases the others and
+// throws LockTimeoutError. Arguments: a range of keys or a braced list, or a
+// template of one field and a range of values; options last, as above.
+#define WITH_DISTRIBUTED_LOCKS_AS(guard, ...)                                                      \
+  if (::dlock::detail::BlockMultiGuard guard = ::dlock::detail::BlockMultiGuard::lock(             \
+          DLOCK_SERVICE_HERE(), ::dlock::detail::block_keys_request(__VA_ARGS__));                 \
+      false) {                                                                                     \
+  } else
+
+#define WITH_DISTRIBUTED_LOCKS(...) WITH_DISTRIBUTED_LOCKS_AS(DLOCK_UNIQUE_NAME(dlock_guards_), __VA_ARGS__)
+
+// Runs the body only if every key is had (at once, or within the options'
+// wait); else the `else` branch, if any, holding none of them.
+#define WITH_DISTRIBUTED_LOCKS_IF_FREE_AS(guard, ...)                                              \
+  if (::dlock::detail::BlockMultiGuard guard = ::dlock::detail::BlockMultiGuard::try_lock(         \
+          DLOCK_SERVICE_HERE(), ::dlock::detail::block_keys_request(__VA_ARGS__));                 \
+      guard)
+
+#define WITH_DISTRIBUTED_LOCKS_IF_FREE(...) \
+  WITH_DISTRIBUTED_LOCKS_IF_FREE_AS(DLOCK_UNIQUE_NAME(dlock_guards_), __VA_ARGS__)

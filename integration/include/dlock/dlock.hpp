@@ -16,6 +16,7 @@
 #include "dlock/lock_stats.hpp"
 #include "dlock/logging.hpp"
 #include "dlock/macros.hpp"
+#include "dlock/multi_lock_guard.hpp"
 #include "dlock/prometheus_text.hpp"
 #include "dlock/sentinel_executor.hpp"
 #include "dlock/version.hpp"

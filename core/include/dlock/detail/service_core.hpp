@@ -54,6 +54,9 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   std::size_t watched_locks() const { return watchdog_.watched_count(); }
   LockStats stats() const { return stats_.snapshot(); }
   spdlog::logger& logger() { return *logger_; }
+  const LockConfig& config() const { return config_; }
+  // Throws InvalidArgument for a key or options lock() would refuse, without a round trip.
+  void validate(std::string_view key, const LockOptions& options) const;
 
  private:
   // Writes the service's registry entry and has the watchdog keep it alive;
@@ -65,7 +68,6 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   static std::string held_key(std::string_view owner, std::string_view key);
   // Throws dlock::Error in a process forked after this service was made.
   void refuse_after_fork() const;
-  void validate(std::string_view key, const LockOptions& options) const;
 
   // A live acquisition of this thread's (held_key `held`), for re-entry; null if none.
   std::shared_ptr<HeldLock> find_live(const std::string& held) const;

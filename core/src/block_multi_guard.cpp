@@ -1,0 +1,28 @@
+#include "dlock/detail/block_multi_guard.hpp"
+
+#include <exception>
+#include <utility>
+
+namespace dlock::detail {
+
+BlockMultiGuard::BlockMultiGuard(MultiLockGuard guard, bool throw_if_lost)
+    : MultiLockGuard(std::move(guard)),
+      throw_if_lost_(throw_if_lost),
+      exceptions_at_entry_(std::uncaught_exceptions()) {}
+
+BlockMultiGuard BlockMultiGuard::lock(RedisLockService& service, const BlockKeysRequest& request) {
+  return BlockMultiGuard(service.lock_all(request.keys, request.options.lock_options()),
+                         request.options.throw_if_lost);
+}
+
+BlockMultiGuard BlockMultiGuard::try_lock(RedisLockService& service, const BlockKeysRequest& request) {
+  return BlockMultiGuard(service.try_lock_all(request.keys, request.options.lock_options()),
+                         request.options.throw_if_lost);
+}
+
+BlockMultiGuard::~BlockMultiGuard() noexcept(false) {
+  if (!throw_if_lost_ || std::uncaught_exceptions() > exceptions_at_entry_) return;  // released quietly
+  unlock();
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,75 @@
+// RedisLockService::lock_all: a set of locks taken in one global order.
+//
+// Why this way: taking the keys sorted means a caller waiting for a key holds
+// only keys that sort before it, so no cycle of waiters can form, whatever
+// order callers list their keys in, in every mode (the keys of a set may sit
+// on different cluster nodes, so one script cannot take them all). Each key
+// is a plain lock, so re-entry, the fair line, renewal and fencing are the
+// lock's own.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "dlock/detail/key_label.hpp"
+#include "dlock/detail/service_core.hpp"
+#include "dlock/errors.hpp"
+#include "dlock/lock_service.hpp"
+
+namespace dlock {
+
+namespace {
+
+// Releases the keys already taken, the last taken first, before a failed set returns or throws.
+void release_taken(std::vector<LockGuard>& taken) {
+  while (!taken.empty()) taken.pop_back();
+}
+
+}  // namespace
+
+MultiLockGuard RedisLockService::acquire_all(std::vector<std::string> keys, LockOptions options,
+                                             bool throw_on_timeout) {
+  const auto core = core_;
+  if (keys.empty()) throw InvalidArgument("lock_all: the set of keys is empty; pass at least one key");
+  std::sort(keys.begin(), keys.end());
+  if (auto twice = std::adjacent_find(keys.begin(), keys.end()); twice != keys.end()) {
+    throw InvalidArgument("lock_all: " + detail::lock_label(*twice) +
+                          " is in the set twice; pass each key once (a lock already held is re-entered anyway)");
+  }
+  for (const std::string& key : keys) core->validate(key, options);
+
+  // Without a wait: lock.wait_ms for lock_all, once per key for try_lock_all (as lock() and try_lock()).
+  const Millis wait = options.wait.value_or(throw_on_timeout ? core->config().wait : Millis(0));
+  const detail::Clock::time_point deadline = detail::Clock::now() + wait;
+  std::vector<LockGuard> taken;
+  taken.reserve(keys.size());
+  for (const std::string& key : keys) {
+    const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - detail::Clock::now()));
+    LockOptions one = options;
+    one.wait = left;
+    LockGuard guard;
+    try {
+      guard = core->acquire(key, one, false);
+    } catch (...) {  // Redis unreachable, a key of another type: none of the set stays held
+      release_taken(taken);
+      throw;
+    }
+    if (!guard) {
+      const std::size_t had = taken.size();
+      release_taken(taken);
+      if (!throw_on_timeout) return {};
+      throw LockTimeoutError("lock_all: " + detail::lock_label(key) + " (key " + std::to_string(had + 1) + " of " +
+                             std::to_string(keys.size()) + ", sorted) was " +
+                             (wait.count() == 0 ? std::string("busy; tried once, without waiting")
+                                                : "still busy when the set's wait of " + std::to_string(wait.count()) +
+                                                      " ms ran out") +
+                             "; the " + std::to_string(had) +
+                             " key(s) taken before it were released, so none of the set is held; try again later "
+                             "or pass a longer wait");
+    }
+    taken.push_back(std::move(guard));
+  }
+  return MultiLockGuard(std::move(taken));
+}
+
+}  // namespace dlock
