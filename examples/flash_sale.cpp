@@ -4,6 +4,7 @@
 // sale from overselling. Run it with --no-lock to see the oversell it prevents.
 //
 //   flash_sale --config config/dlock.yaml --sku SKU-1 --stock 100 --buyers 300 --threads 8 --processes 2 --reset
+//   flash_sale --multi-sku --reset   # orders of 1–3 SKUs of a catalogue, each under one multi-lock
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,12 +18,13 @@
 #include "dlock/dlock.hpp"
 #include "example_errors.hpp"
 #include "example_flags.hpp"
+#include "multi_sku_sale.hpp"
 
 namespace {
 
 const char* const kUsage =
     "usage: flash_sale [--config FILE] [--sku SKU] [--stock N] [--buyers B] [--threads T] [--processes P]\n"
-    "                  [--reset] [--no-lock]\n"
+    "                  [--reset] [--no-lock] [--multi-sku [--catalogue K]]\n"
     "  --config FILE    dlock YAML config (default config/dlock.yaml)\n"
     "  --sku SKU        the product on sale (default SKU-1); stock lives at Redis key stock:SKU\n"
     "  --stock N        units on sale, set only if the sale does not exist yet (default 100)\n"
@@ -30,7 +32,10 @@ const char* const kUsage =
     "  --threads T      buyer threads per process (default 8)\n"
     "  --processes P    buyer processes to fork (default 1)\n"
     "  --reset          start the sale afresh: stock N, nothing sold\n"
-    "  --no-lock        deduct without the lock, to show the oversell\n";
+    "  --no-lock        deduct without the lock, to show the oversell\n"
+    "  --multi-sku      each order takes 1-3 SKUs of a catalogue SKU-1..SKU-K (stock N each), all or none,\n"
+    "                   under one multi-lock; the final line adds orders= and torn= (half-filled orders)\n"
+    "  --catalogue K    SKUs in the catalogue with --multi-sku (default 5)\n";
 
 struct Sale {
   std::string stock_key, sold_key, initial_key;
@@ -77,50 +82,73 @@ std::pair<long long, long long> run_buyers(const dlock::Config& config, const Sa
   return {accepted.load(), refused.load()};
 }
 
+// The --multi-sku orders of this process.
+std::pair<long long, long long> run_orders(const dlock::Config& config, const example::Catalogue& catalogue,
+                                           long long orders, long long threads, bool use_lock) {
+  auto service = dlock::make_lock_service(config);
+  auto redis = dlock::make_executor(config.redis);
+  auto tally = example::place_orders(*service, *redis, catalogue, orders, threads, use_lock);
+  if (use_lock) std::cout << "process " << ::getpid() << " lock stats: " << dlock::format_stats(service->stats()) << std::endl;
+  return tally;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  example::Flags flags(argc, argv, {"--config", "--sku", "--stock", "--buyers", "--threads", "--processes"},
-                       {"--reset", "--no-lock"}, kUsage);
+  example::Flags flags(argc, argv,
+                       {"--config", "--sku", "--stock", "--buyers", "--threads", "--processes", "--catalogue"},
+                       {"--reset", "--no-lock", "--multi-sku"}, kUsage);
   const std::string sku = flags.text("--sku", "SKU-1");
   const long long stock = flags.number("--stock", 100, 0);
   const long long buyers = flags.number("--buyers", 300, 0);
   const long long threads = flags.number("--threads", 8, 1);
   const long long processes = flags.number("--processes", 1, 1);
   const bool use_lock = !flags.has("--no-lock");
+  const bool multi_sku = flags.has("--multi-sku");
   const Sale sale{"stock:" + sku, "sold:" + sku, "stock:" + sku + ":initial"};
+  const example::Catalogue catalogue = example::Catalogue::of(sku, flags.number("--catalogue", 5, 1));
 
   return example::run_reporting_errors([&] {
     const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
     {
       const auto redis_executor = dlock::make_executor(config.redis);
       dlock::RedisExecutor& redis = *redis_executor;
-      // One DEL per key: in a Redis Cluster the three keys live in different slots.
-      if (flags.has("--reset")) {
-        for (const std::string& key : {sale.stock_key, sale.sold_key, sale.initial_key}) redis.command({"DEL", key});
+      if (multi_sku) {
+        example::open_catalogue(redis, catalogue, stock, flags.has("--reset"));
+      } else {
+        // One DEL per key: in a Redis Cluster the three keys live in different slots.
+        if (flags.has("--reset")) {
+          for (const std::string& key : {sale.stock_key, sale.sold_key, sale.initial_key}) redis.command({"DEL", key});
+        }
+        // SET NX: separately started processes join the same sale instead of restocking it.
+        redis.command({"SET", sale.stock_key, std::to_string(stock), "NX"});
+        redis.command({"SET", sale.initial_key, std::to_string(stock), "NX"});
       }
-      // SET NX: separately started processes join the same sale instead of restocking it.
-      redis.command({"SET", sale.stock_key, std::to_string(stock), "NX"});
-      redis.command({"SET", sale.initial_key, std::to_string(stock), "NX"});
     }
-    std::cout << "flash sale of " << sku << ": " << processes << " process(es) x " << threads << " thread(s), "
-              << buyers << " order(s) each, " << (use_lock ? "WITH the distributed lock" : "WITHOUT a lock")
-              << std::endl;
+    std::cout << "flash sale of "
+              << (multi_sku ? "orders of 1-3 of " + std::to_string(catalogue.skus.size()) + " SKUs " + sku + "-*"
+                            : sku)
+              << ": " << processes << " process(es) x " << threads << " thread(s), " << buyers << " order(s) each, "
+              << (use_lock ? "WITH the distributed lock" : "WITHOUT a lock") << std::endl;
 
+    // This process' buyers, then their tally.
+    auto buy = [&] {
+      const auto [accepted, refused] = multi_sku ? run_orders(config, catalogue, buyers, threads, use_lock)
+                                                 : run_buyers(config, sale, sku, buyers, threads, use_lock);
+      std::cout << "process " << ::getpid() << ": accepted=" << accepted << " refused=" << refused << std::endl;
+    };
     std::vector<pid_t> children;
     for (long long p = 1; p < processes; ++p) {
       std::fflush(nullptr);
       pid_t child = ::fork();  // before this process starts any thread
       if (child < 0) throw std::runtime_error("fork failed");
       if (child == 0) {
-        auto [accepted, refused] = run_buyers(config, sale, sku, buyers, threads, use_lock);
-        std::cout << "process " << ::getpid() << ": accepted=" << accepted << " refused=" << refused << std::endl;
+        buy();
         std::_Exit(0);
       }
       children.push_back(child);
     }
-    auto [accepted, refused] = run_buyers(config, sale, sku, buyers, threads, use_lock);
-    std::cout << "process " << ::getpid() << ": accepted=" << accepted << " refused=" << refused << std::endl;
+    buy();
     bool children_ok = true;
     for (pid_t child : children) {
       int status = 0;
@@ -130,17 +158,24 @@ int main(int argc, char** argv) {
 
     const auto redis_executor = dlock::make_executor(config.redis);
     dlock::RedisExecutor& redis = *redis_executor;
-    const long long final_stock = integer_of(redis.command({"GET", sale.stock_key}));
-    const long long sold = integer_of(redis.command({"GET", sale.sold_key}));
-    const long long initial = integer_of(redis.command({"GET", sale.initial_key}));
-    const long long oversold = sold > initial ? sold - initial : 0;
-    std::cout << "final_stock=" << final_stock << " sold=" << sold << " oversold=" << oversold << std::endl;
+    bool right = true;
+    if (multi_sku) {
+      right = example::report_catalogue(redis, catalogue);
+    } else {
+      const long long final_stock = integer_of(redis.command({"GET", sale.stock_key}));
+      const long long sold = integer_of(redis.command({"GET", sale.sold_key}));
+      const long long initial = integer_of(redis.command({"GET", sale.initial_key}));
+      const long long oversold = sold > initial ? sold - initial : 0;
+      std::cout << "final_stock=" << final_stock << " sold=" << sold << " oversold=" << oversold << std::endl;
+      right = oversold == 0;
+    }
     if (!children_ok) {
       std::cerr << "error: a buyer process failed\n";
       return 1;
     }
-    if (use_lock && oversold > 0) {
-      std::cerr << "error: oversold " << oversold << " unit(s) with the lock on\n";
+    if (use_lock && !right) {
+      std::cerr << "error: " << (multi_sku ? "an SKU oversold or an order half filled" : "oversold")
+                << " with the lock on\n";
       return 1;
     }
     return 0;
