@@ -20,6 +20,10 @@ std::string printable(std::string_view key) {
   return out;
 }
 
-std::string lock_label(std::string_view key) { return "lock '" + printable(key) + "'"; }
+std::string lock_label(std::string_view key) { return labelled("lock", key); }
+
+std::string labelled(std::string_view noun, std::string_view key) {
+  return std::string(noun) + " '" + printable(key) + "'";
+}
 
 }  // namespace dlock::detail

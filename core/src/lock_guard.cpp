@@ -60,7 +60,7 @@ bool LockGuard::lost() const {
 
 void LockGuard::check() const {
   if (lost()) {
-    throw LockLostError(detail::lock_label(key()) +
+    throw LockLostError(hold_->lock->label() +
                         " was lost (its lease ran out or it was taken over); stop the critical section: another "
                         "holder may be inside it");
   }

@@ -409,7 +409,7 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     if (is_grant(reply)) {
       const std::optional<std::uint64_t> token = token_of(reply);
       if (!token) throw_reply_error(key, names, reply, "acquire");
-      return grant(key, names, id, held, *token, lease, renewed, sent, called);
+      return grant(key, names.lock(), id, held, *token, lease, renewed, sent, called);
     }
     if (reply.type != RedisReply::Type::Integer) throw_reply_error(key, names, reply, "acquire");
     last_nap_ms = -1 - reply.integer;
@@ -486,14 +486,16 @@ LockGuard ServiceCore::grant_direct(std::string_view key, const LockNames& names
                                     const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease,
                                     bool renewed, Clock::time_point called) {
   stats_.handed_over.fetch_add(1, std::memory_order_relaxed);
-  return grant(key, names, id, held, direct.fencing_token, lease, renewed, direct.sent, called,
+  return grant(key, names.lock(), id, held, direct.fencing_token, lease, renewed, direct.sent, called,
                direct.handoffs_in_a_row);
 }
 
-LockGuard ServiceCore::grant(std::string_view key, const LockNames& names, const std::string& id,
+LockGuard ServiceCore::grant(std::string_view key, std::string_view lock_name, const std::string& id,
                              const std::string& held, std::uint64_t fencing_token, Millis lease, bool renewed,
-                             Clock::time_point sent, Clock::time_point called, int handoffs_in_a_row) {
-  auto lock = std::make_shared<HeldLock>(std::string(key), std::string(names.lock()), id, held, fencing_token);
+                             Clock::time_point sent, Clock::time_point called, int handoffs_in_a_row,
+                             std::shared_ptr<const OwnRelease> own_release) {
+  auto lock = std::make_shared<HeldLock>(std::string(key), std::string(lock_name), id, held, fencing_token);
+  lock->own_release = std::move(own_release);
   lock->renewed = renewed;
   lock->lease_ms = lease.count();
   lock->holds = 1;
@@ -554,7 +556,7 @@ void ServiceCore::release(Hold& hold, Release how) {
     // by this acquisition's id, frees it now rather than a lease later, and
     // never touches a later owner's lock.
     if (final && !detached) release_quietly_after_loss(lock);
-    throw LockLostError(lock_label(lock->key) +
+    throw LockLostError(lock->label() +
                         " was lost before this release (its lease ran out or it was taken over); another owner's "
                         "lock was left untouched; the critical section may have overlapped another holder");
   }
@@ -566,11 +568,15 @@ void ServiceCore::release(Hold& hold, Release how) {
 
 void ServiceCore::release_quietly_after_loss(const std::shared_ptr<HeldLock>& lock) {
   try {
+    if (lock->own_release) {
+      run_own_release(*lock);
+      return;
+    }
     const LockNames names = names_for(lock->key);
     const std::array<std::string_view, 2> args{lock->owner, line_settings_};
     scripts_.run(kReleaseScript, names.script_keys(), args);
   } catch (const Error& e) {
-    logger_->debug("{}: releasing a hold that may have outlived its loss failed: {}", lock_label(lock->key), e.what());
+    logger_->debug("{}: releasing a hold that may have outlived its loss failed: {}", lock->label(), e.what());
   }
 }
 
@@ -586,13 +592,13 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
                           args, &is_hold_kept);
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
-    throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
+    throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
                           ": its hold count in Redis may be one too high until the outermost release, which frees "
                           "the lock all the same");
   }
   if (is_integer(reply, 0)) {
     handle_lost(lock, "an inner release found it no longer this owner's");
-    throw LockLostError(lock_label(lock->key) +
+    throw LockLostError(lock->label() +
                         " was no longer this owner's at an inner release (its lease ran out or it was taken over); "
                         "the critical section may have overlapped another holder");
   }
@@ -605,6 +611,7 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
 }
 
 void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
+  if (lock->own_release) return release_own(lock);
   const LockNames names = names_for(lock->key);
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
   // Not with lock.replica_acks: a lock handed over here would not be
@@ -630,7 +637,7 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
     }
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
-    throw ConnectionError(std::string(e.what()) + "; " + lock_label(lock->key) +
+    throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
                           " may not be released: if the release did not run, the lock expires by itself within its "
                           "lease (" + std::to_string(lock->lease_ms.load()) + " ms); if it did, it was freed or handed "
                           "to the next waiter");
@@ -652,7 +659,7 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   if (!released && !not_owner && !handed_token) throw_reply_error(lock->key, names, reply, "release");
   if (not_owner) {
     handle_lost(lock, "release found it was no longer this owner's");
-    throw LockLostError(lock_label(lock->key) +
+    throw LockLostError(lock->label() +
                         " was no longer this owner's when released (its lease ran out or it was taken over); the "
                         "new owner's lock was left untouched; the critical section may have overlapped another holder");
   }
@@ -700,7 +707,7 @@ std::uint64_t ServiceCore::fencing_token(const Hold& hold) {
   if (!scripts_.quorum() || lock->fence_raised.load()) return lock->fencing_token;
   std::unique_lock io(lock->io);
   if (lock->fence_raised.load()) return lock->fencing_token;
-  const std::string lost_message = lock_label(lock->key) +
+  const std::string lost_message = lock->label() +
                                    " was lost before its fencing token could be raised on a majority of the Redlock's "
                                    "nodes; the token must not be used: a later holder may hold a larger one";
   if (hold.released.load() || lock->is_lost()) throw LockLostError(lost_message);
@@ -714,7 +721,7 @@ std::uint64_t ServiceCore::fencing_token(const Hold& hold) {
     reply = scripts_.run(kRaiseFenceScript, keys, args);
     throw_if_transient(lock->key, reply, "raise the fencing token");
   } catch (const ConnectionError& e) {
-    throw ConnectionError(lock_label(lock->key) + ": its fencing token could not be raised on a majority of the "
+    throw ConnectionError(lock->label() + ": its fencing token could not be raised on a majority of the "
                           "Redlock's nodes, so it is not handed out; try again: " + std::string(e.what()));
   }
   if (is_integer(reply, 1)) {
@@ -749,7 +756,7 @@ void ServiceCore::handle_lost(const std::shared_ptr<HeldLock>& lock, const std::
   lock->stop.request_stop();
   watchdog_.unwatch(*lock);
   logger_->error("{} lost by owner {}: {}; its holder may now overlap another holder and should stop (fencing token {})",
-                 lock_label(lock->key), lock->owner, why, lock->fencing_token);
+                 lock->label(), lock->owner, why, lock->fencing_token);
   std::function<void(const std::string&)> hook;
   {
     std::lock_guard guard(mutex_);
@@ -780,6 +787,42 @@ LockGuard RedisLockService::try_lock(std::string_view key, LockOptions options) 
   if (!options.wait) options.wait = Millis(0);
   const auto core = core_;
   return core->acquire(key, options, false);
+}
+
+LockGuard RedisLockService::read_lock(std::string_view key, LockOptions options) {
+  const auto core = core_;
+  return core->acquire_shared({detail::SharedKind::read, key}, options, true);
+}
+
+LockGuard RedisLockService::write_lock(std::string_view key, LockOptions options) {
+  const auto core = core_;
+  return core->acquire_shared({detail::SharedKind::write, key}, options, true);
+}
+
+LockGuard RedisLockService::try_read_lock(std::string_view key, LockOptions options) {
+  if (!options.wait) options.wait = Millis(0);
+  const auto core = core_;
+  return core->acquire_shared({detail::SharedKind::read, key}, options, false);
+}
+
+LockGuard RedisLockService::try_write_lock(std::string_view key, LockOptions options) {
+  if (!options.wait) options.wait = Millis(0);
+  const auto core = core_;
+  return core->acquire_shared({detail::SharedKind::write, key}, options, false);
+}
+
+Semaphore RedisLockService::semaphore(std::string_view name, long long permits) {
+  core_->validate(name, {});
+  if (permits < 1) {
+    throw InvalidArgument(detail::labelled("semaphore", name) + ": created with " + std::to_string(permits) +
+                          " permits; give it at least 1 (set_permits may lower it to 0 later)");
+  }
+  return Semaphore(core_, std::string(name), permits);
+}
+
+Semaphore RedisLockService::semaphore(std::string_view name) {
+  core_->validate(name, {});
+  return Semaphore(core_, std::string(name), 0);
 }
 
 void RedisLockService::unlock(std::string_view key) { core_->release_current_thread(key); }

@@ -175,6 +175,8 @@ end
 
 }  // namespace
 
+const std::string& script_prelude() { return kPrelude; }
+
 // KEYS: lock, fence, queue, alive, turn. ARGV: acquisition id, lease_ms, "wait_ms window_ms retention_ms[ arrival_us]"
 // (wait 0: try once, stay out of line; window: the turn window; retention: the fencing counter's; arrival: the
 // caller's place in line, Redlock only, else the server's clock at its first try). A first acquisition

@@ -157,7 +157,7 @@ struct Watchdog::State {
         // Not a verdict on the lock: retried next round, lost only when its validity runs out.
         const bool unacknowledged = call && call->is_error() && call->str.starts_with(kNotAcknowledgedError);
         logger->warn("watchdog: {} renewing {}: {}", unacknowledged ? "no replica acknowledgement" : "unexpected reply",
-                     lock_label(batch[i]->key), call ? call->str : std::string("none"));
+                     batch[i]->label(), call ? call->str : std::string("none"));
       }
     }
     return renewed;

@@ -71,6 +71,7 @@
 #include "dlock/lock_options.hpp"
 #include "dlock/lock_stats.hpp"
 #include "dlock/multi_lock_guard.hpp"
+#include "dlock/semaphore.hpp"
 #include "dlock/redis_executor.hpp"
 
 namespace dlock {
@@ -142,6 +143,31 @@ class RedisLockService {
   MultiLockGuard try_lock_all(std::initializer_list<std::string_view> keys, LockOptions options = {}) {
     return acquire_all(key_set(keys), options, false);
   }
+
+  // Read-write lock (Redisson's RReadWriteLock) at `key`, apart from the
+  // plain lock of the same key: many readers at once, or one writer. Fair in
+  // arrival order: a reader never passes a writer that waits ahead of it, so
+  // a stream of readers never starves a writer, and readers that arrived
+  // together go together. Re-entrant per thread in each mode; the thread
+  // holding the write lock may take read locks inside it (and keep them past
+  // its release: a downgrade); a read lock is never upgraded: write_lock()
+  // by a thread holding only the read lock throws InvalidArgument (two such
+  // threads would wait for each other forever). A writer's guard has a
+  // fencing token from the key's own counter; a reader's is 0. Watchdog,
+  // fixed leases, loss, detach() and the errors are as for lock(). Not over
+  // a Redlock (InvalidArgument there).
+  LockGuard read_lock(std::string_view key, LockOptions options = {});
+  LockGuard write_lock(std::string_view key, LockOptions options = {});
+  // As read_lock()/write_lock(), returning an empty guard instead of
+  // throwing LockTimeoutError; without a wait, they try once.
+  LockGuard try_read_lock(std::string_view key, LockOptions options = {});
+  LockGuard try_write_lock(std::string_view key, LockOptions options = {});
+
+  // A handle on the semaphore `name` (semaphore.hpp). With `permits`, the
+  // count it is created with if Redis has none yet; without, it must have
+  // one. Throws InvalidArgument for a bad name or permits < 1. No round trip.
+  Semaphore semaphore(std::string_view name, long long permits);
+  Semaphore semaphore(std::string_view name);
 
   // Java/Redisson style: releases the most recent hold of `key` taken by the
   // CURRENT thread; that hold's guard becomes empty. Throws NotOwnerError,

@@ -61,6 +61,10 @@ extern const Script kLeaveScript;
 extern const Script kForceReleaseScript;
 extern const Script kRaiseFenceScript;
 
+// The helpers every script that touches a line shares (scripts.cpp), for the
+// scripts of the other primitives (shared_scripts.hpp).
+const std::string& script_prelude();
+
 // Error replies of the scripts start with this, then the key's actual type.
 inline constexpr std::string_view kWrongTypeError = "DLOCK_WRONGTYPE";
 

@@ -17,6 +17,7 @@
 #include "dlock/logging.hpp"
 #include "dlock/macros.hpp"
 #include "dlock/multi_lock_guard.hpp"
+#include "dlock/semaphore.hpp"
 #include "dlock/prometheus_text.hpp"
 #include "dlock/sentinel_executor.hpp"
 #include "dlock/version.hpp"

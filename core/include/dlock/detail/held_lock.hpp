@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/detail/key_label.hpp"
 #include "dlock/lock_options.hpp"
 
 namespace dlock::detail {
@@ -23,6 +24,16 @@ using Clock = std::chrono::steady_clock;
 inline Millis clock_drift(Millis lease) { return lease / 100 + Millis(2); }
 
 struct Hold;
+struct Script;
+
+// How a hold of a semaphore or a read-write lock (a record, see
+// shared_scripts.hpp) is released; a lock has none: its release is the lock's.
+struct OwnRelease {
+  const Script* script = nullptr;  // record_release_script()
+  std::vector<std::string> keys;   // record, queue[, set of holders]
+  std::string channel;             // told when the record goes and someone waits
+  std::string noun;                // "semaphore", "read lock", "write lock": for messages
+};
 
 struct HeldLock {
   HeldLock(std::string key_, std::string lock_name_, std::string owner_, std::string held_key_,
@@ -42,6 +53,7 @@ struct HeldLock {
   std::atomic<bool> lost_flag{false};      // set once; never cleared
   std::atomic<bool> fence_raised{false};   // Redlock: fencing_token raised on a majority (set once, under io)
   int handoffs_in_a_row = 0;               // set before sharing: direct grants within this process that led here
+  std::shared_ptr<const OwnRelease> own_release;  // set before sharing; null for a lock
   std::stop_source stop;                   // requested when lost
 
   // Held across each round trip that changes this acquisition's holds in
@@ -63,6 +75,9 @@ struct HeldLock {
     while (seen < until && !valid_until.compare_exchange_weak(seen, until)) {
     }
   }
+
+  // "lock 'K'", "semaphore 'K'", ...: how messages name it.
+  std::string label() const { return labelled(own_release ? own_release->noun : "lock", key); }
 
   // Lost by flag (watchdog, release) or by the local clock (lease ran out).
   bool is_lost(Clock::time_point now = Clock::now()) const {

@@ -11,5 +11,7 @@ std::string printable(std::string_view key);
 
 // "lock 'KEY'", with KEY printable.
 std::string lock_label(std::string_view key);
+// "NOUN 'KEY'" ("semaphore 'payments'"), with KEY printable.
+std::string labelled(std::string_view noun, std::string_view key);
 
 }  // namespace dlock::detail

@@ -18,6 +18,7 @@
 #include "dlock/detail/instance_registry.hpp"
 #include "dlock/detail/lock_names.hpp"
 #include "dlock/detail/lost_notifier.hpp"
+#include "dlock/detail/shared_request.hpp"
 #include "dlock/detail/stats_recorder.hpp"
 #include "dlock/detail/waiter_table.hpp"
 #include "dlock/detail/watchdog.hpp"
@@ -40,6 +41,11 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
 
   // An empty guard when `throw_on_timeout` is false and the wait ran out.
   LockGuard acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout);
+  // A read or write hold of a read-write lock, or permits of a semaphore (shared_acquire.cpp).
+  LockGuard acquire_shared(const SharedRequest& request, const LockOptions& options, bool throw_on_timeout);
+  // A semaphore's permit count, set now (its waiters are woken), and what it has: {count or -1, in use}.
+  void set_permits(std::string_view name, long long permits);
+  std::pair<long long, long long> permits_of(std::string_view name);
   enum class Release { in_redis, locally_only };
   // locally_only forgets the hold (and stops renewing) but leaves Redis to expire it.
   void release(Hold& hold, Release how = Release::in_redis);
@@ -88,9 +94,18 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void release_final(const std::shared_ptr<HeldLock>& lock);
   // Best effort, errors logged at debug: the final release of an acquisition already known lost.
   void release_quietly_after_loss(const std::shared_ptr<HeldLock>& lock);
-  LockGuard grant(std::string_view key, const LockNames& names, const std::string& id, const std::string& held,
+  // A new acquisition of the Redis hash `lock_name` (a lock, or a record of another primitive's: `own_release`).
+  LockGuard grant(std::string_view key, std::string_view lock_name, const std::string& id, const std::string& held,
                   std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
-                  Clock::time_point called, int handoffs_in_a_row = 0);
+                  Clock::time_point called, int handoffs_in_a_row = 0,
+                  std::shared_ptr<const OwnRelease> own_release = nullptr);
+  // The final release of a semaphore's or read-write lock's hold (shared_acquire.cpp).
+  void release_own(const std::shared_ptr<HeldLock>& lock);
+  RedisReply run_own_release(const HeldLock& lock);
+  RedisReply run_own_release_of(const HeldLock& lock, const OwnRelease& own);
+  void leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member);
+  [[noreturn]] void throw_shared_reply_error(const std::string& label, const std::string& base,
+                                             const RedisReply& reply) const;
   // The lock, handed to this waiter inside a release by another thread of this process.
   LockGuard grant_direct(std::string_view key, const LockNames& names, const std::string& id,
                          const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,

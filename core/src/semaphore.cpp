@@ -1,0 +1,30 @@
+#include "dlock/semaphore.hpp"
+
+#include <algorithm>
+
+#include "dlock/detail/service_core.hpp"
+
+namespace dlock {
+
+LockGuard Semaphore::acquire(long long permits, LockOptions options) const {
+  return core_->acquire_shared({detail::SharedKind::permits, name_, permits, count_if_new_}, options, true);
+}
+
+LockGuard Semaphore::try_acquire(long long permits, LockOptions options) const {
+  if (!options.wait) options.wait = Millis(0);
+  return core_->acquire_shared({detail::SharedKind::permits, name_, permits, count_if_new_}, options, false);
+}
+
+void Semaphore::set_permits(long long permits) const { core_->set_permits(name_, permits); }
+
+long long Semaphore::permits() const {
+  const auto [count, used] = core_->permits_of(name_);
+  return count >= 0 ? count : count_if_new_;
+}
+
+long long Semaphore::available() const {
+  const auto [count, used] = core_->permits_of(name_);
+  return std::max(0LL, (count >= 0 ? count : count_if_new_) - used);
+}
+
+}  // namespace dlock

@@ -1,0 +1,312 @@
+// Acquisition and release of the primitives beside the lock: a read-write
+// lock's holds and a semaphore's permits. Their scripts (shared_scripts.hpp)
+// keep a line as the lock's do; a hold is a record the lock's renew script
+// renews, so re-entry, the watchdog, fixed leases, detach() and loss work as
+// for a lock. What differs: releases wake every local waiter of the
+// primitive (several may go at once) and are never handed over in-process.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/detail/key_label.hpp"
+#include "dlock/detail/service_core.hpp"
+#include "dlock/detail/shared_scripts.hpp"
+#include "dlock/detail/transient_state.hpp"
+#include "dlock/errors.hpp"
+
+namespace dlock::detail {
+
+namespace {
+
+// While Redis is unreachable, a waiter tries again on this period (as a lock's does).
+constexpr Millis kOutageRetry{100};
+
+std::string_view noun_of(SharedKind kind) {
+  switch (kind) {
+    case SharedKind::read: return "read lock";
+    case SharedKind::write: return "write lock";
+    case SharedKind::permits: return "semaphore";
+  }
+  return "lock";
+}
+
+// Granted: a fencing token (an integer ≥ 0, or text past 2^53). Not granted: -1 - nap.
+bool is_shared_grant(const RedisReply& reply) {
+  return reply.type == RedisReply::Type::String || (reply.type == RedisReply::Type::Integer && reply.integer >= 0);
+}
+
+std::uint64_t token_of_grant(const RedisReply& reply) {
+  if (reply.type == RedisReply::Type::Integer) return static_cast<std::uint64_t>(reply.integer);
+  return std::stoull(reply.str);
+}
+
+// Every Redis name of one read-write lock or semaphore.
+struct SharedNames {
+  SharedNames(std::string_view prefix, std::string_view key, SharedKind kind)
+      : base(std::string(prefix) + '{' + std::string(key) + '}' +
+             (kind == SharedKind::permits ? ":semaphore" : ":rw")) {}
+  std::string base;  // the count (semaphore); the stem of every other name
+  std::string name(std::string_view suffix) const { return base + std::string(suffix); }
+};
+
+}  // namespace
+
+LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOptions& options,
+                                      bool throw_on_timeout) {
+  refuse_after_fork();
+  // A waiter may sleep for seconds: keep this alive even if the service object is dropped meanwhile.
+  const std::shared_ptr<ServiceCore> self = shared_from_this();
+  const std::string_view noun = noun_of(request.kind);
+  const std::string label = labelled(noun, request.key);
+  validate(request.key, options);
+  if (scripts_.quorum()) {
+    throw InvalidArgument(label + ": read-write locks and semaphores are not offered over a Redlock (redis.mode: "
+                          "redlock); use lock() or lock_all() there, or a standalone, Sentinel or Cluster Redis");
+  }
+  const bool permits = request.kind == SharedKind::permits;
+  if (permits && request.permits < 1) {
+    throw InvalidArgument(label + ": " + std::to_string(request.permits) + " permits asked; ask for at least 1");
+  }
+  const Millis wait = options.wait.value_or(config_.wait);
+  const bool renewed = !options.lease.has_value();
+  const Millis lease = options.lease.value_or(config_.watchdog_timeout);
+  const Clock::time_point called = Clock::now();
+  const Clock::time_point deadline = called + wait;
+  const std::string thread_owner = owner_token();
+  // Tokens are hex and ':', so "#read" and the like never collide with a lock's table entry.
+  const std::string held =
+      held_key(thread_owner + (request.kind == SharedKind::read ? "#read" : permits ? "#permits" : "#write"),
+               request.key);
+
+  if (!permits) {
+    if (std::shared_ptr<HeldLock> mine = find_live(held)) {
+      if (LockGuard guard = reenter(mine, lease, renewed, called, deadline)) return guard;
+    }
+    if (request.kind == SharedKind::write && find_live(held_key(thread_owner + "#read", request.key))) {
+      throw InvalidArgument(label + ": this thread holds its read lock; a write lock inside it would wait for that "
+                            "read lock to end, and two threads doing so deadlock each other. Release the read lock "
+                            "first, or take the write lock first (a read lock inside a write lock is allowed)");
+    }
+  }
+
+  const SharedNames names(config_.key_prefix, request.key, request.kind);
+  const std::string id = acquisition_id(held, thread_owner);
+  const std::string queue = names.name(":queue"), alive = names.name(":alive"), channel = names.name(":released");
+  const std::string lease_arg = std::to_string(lease.count());
+  const std::string window_arg = std::to_string(config_.turn_window.count());
+  std::vector<std::string> keys;
+  std::string record, member, asked_arg;
+  auto own = std::make_shared<OwnRelease>();
+  own->script = &record_release_script();
+  own->channel = channel;
+  own->noun = std::string(noun);
+  if (permits) {
+    const std::string holders = names.name(":holders");
+    keys = {names.base, holders, queue, alive};
+    record = holders + ':' + id;
+    member = id;
+    asked_arg = std::to_string(request.permits);
+    own->keys = {record, queue, holders};
+  } else {
+    const bool write = request.kind == SharedKind::write;
+    const std::string readers = names.name(":readers");
+    keys = {names.name(":write"), readers, queue, alive, names.name(":fence")};
+    record = write ? names.name(":write") : readers + ':' + id;
+    member = (write ? 'w' : 'r') + id;
+    own->keys = write ? std::vector<std::string>{record, queue} : std::vector<std::string>{record, queue, readers};
+  }
+  const std::shared_ptr<const OwnRelease> release = std::move(own);
+  const std::vector<std::string_view> key_views(keys.begin(), keys.end());
+  // The held table has one entry per hold of a semaphore (permits are never re-entered).
+  const std::string table_key = permits ? held_key(id + "#permits", request.key) : held;
+  const std::string thread_prefix = thread_owner + ':';
+  const Millis refresh = config_.turn_window / 3;
+
+  WaiterTable::Ticket ticket;
+  long long last_nap_ms = 0;
+  for (;;) {
+    const Clock::time_point sent = Clock::now();
+    const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
+    RedisReply reply;
+    try {
+      if (permits) {
+        const std::string settings = std::to_string(wait_left.count()) + ' ' + window_arg + ' ' +
+                                     std::to_string(request.count_if_new);
+        const std::array<std::string_view, 4> args{id, asked_arg, lease_arg, settings};
+        reply = scripts_.run_acknowledged(semaphore_acquire_script(), key_views, args, &is_shared_grant);
+      } else {
+        const std::string settings = std::string(request.kind == SharedKind::write ? "w " : "r ") +
+                                     std::to_string(wait_left.count()) + ' ' + window_arg + ' ' +
+                                     std::to_string(config_.fence_retention.count());
+        const std::array<std::string_view, 4> args{id, lease_arg, settings, thread_prefix};
+        reply = scripts_.run_acknowledged(read_write_acquire_script(), key_views, args, &is_shared_grant);
+      }
+      if (!transient_state(reply).empty()) {
+        throw ConnectionError(label + ": cannot acquire now: redis " + redis_->endpoint() +
+                              " is in a passing state (" + reply.str + ")");
+      }
+    } catch (const ConnectionError&) {
+      // An outage shorter than the wait is waited out; the next try, with the same id, adopts what a lost reply left.
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) {
+        remember_orphan(held, id, lease);
+        throw;
+      }
+      std::this_thread::sleep_for(std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now)));
+      continue;
+    }
+    if (reply.is_error() && reply.str.starts_with(kNotAcknowledgedError)) {
+      // Granted on the master only (lock.replica_acks): given back, and tried again within the wait.
+      const HeldLock unacknowledged(std::string(request.key), record, id, table_key, 0);
+      try {
+        run_own_release_of(unacknowledged, *release);
+      } catch (const Error& e) {
+        logger_->warn("{}: giving back a grant too few replicas acknowledged failed: {}", label, e.what());
+      }
+      last_nap_ms = config_.replica_ack_timeout.count();
+    } else if (is_shared_grant(reply)) {
+      return grant(request.key, record, id, table_key, token_of_grant(reply), lease, renewed, sent, called, 0,
+                   release);
+    } else if (reply.is_error()) {
+      if (ticket || wait_left.count() > 0) leave_shared_line(queue, alive, member);
+      throw_shared_reply_error(label, names.base, reply);
+    } else if (reply.type == RedisReply::Type::Integer) {
+      last_nap_ms = -1 - reply.integer;
+    } else {
+      throw_shared_reply_error(label, names.base, reply);
+    }
+    Clock::time_point now = Clock::now();
+    if (now >= deadline) break;
+    if (!ticket) {
+      stats_.contended.fetch_add(1, std::memory_order_relaxed);
+      waiters_.enter(channel, id, lease.count(), ticket, std::min(deadline, Clock::now() + refresh));
+      continue;  // a release between the try and the subscription was not heard: look again, now listening
+    }
+    const Millis nap = std::min({Millis(last_nap_ms + 1), refresh, std::chrono::ceil<Millis>(deadline - now)});
+    ticket.wait(std::max(Millis(0), nap));
+  }
+  const bool tried_once = deadline == called;
+  if (!tried_once) leave_shared_line(queue, alive, member);
+  (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
+  if (!throw_on_timeout) return {};
+  const std::string what = permits ? std::to_string(request.permits) + " permit(s) of " + label : label;
+  if (tried_once) {
+    throw LockTimeoutError(what + ": busy; tried once, without waiting: " +
+                           (permits ? "too few permits free, or others wait ahead in line"
+                                    : "held in a conflicting mode, or a writer waits ahead in line") +
+                           "; to wait, pass a wait (LockOptions::wait, or lock.wait_ms in the config)");
+  }
+  const long long waited_ms = std::chrono::duration_cast<Millis>(deadline - called).count();
+  throw LockTimeoutError(what + ": not had after waiting " + std::to_string(waited_ms) + " ms: " +
+                         (permits ? "too few permits free, or others waited ahead in line"
+                                  : "held in a conflicting mode, or others waited ahead in line") +
+                         "; wait longer (LockOptions::wait or lock.wait_ms)");
+}
+
+void ServiceCore::leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member) {
+  // Best effort: a waiter left in line costs the others one turn window at most.
+  try {
+    const std::array<std::string_view, 2> keys{queue, alive};
+    const std::array<std::string_view, 1> args{member};
+    scripts_.run(leave_shared_line_script(), keys, args);
+  } catch (const Error& e) {
+    logger_->debug("could not leave the line '{}': {}", printable(queue), e.what());
+  }
+}
+
+void ServiceCore::throw_shared_reply_error(const std::string& label, const std::string& base,
+                                           const RedisReply& reply) const {
+  const std::string& text = reply.str;
+  if (reply.is_error() && text.starts_with("DLOCK_TOO_MANY")) {
+    throw InvalidArgument(label + ": more permits asked than it has (" + text.substr(15) +
+                          "); ask for at most that many, or raise its count with set_permits");
+  }
+  if (reply.is_error() && text.find("DLOCK_NO_PERMITS") != std::string::npos) {
+    throw InvalidArgument(label + ": has no permit count in Redis yet; create it with "
+                          "RedisLockService::semaphore(name, permits), or give it one with set_permits");
+  }
+  if (reply.is_error() && text.find(kWrongTypeError) != std::string::npos) {
+    throw RedisError(label + ": Redis key '" + printable(base) + "' (or one of its companions) holds data that is "
+                     "not dlock's (" + text + "); another program uses that name: delete it or choose another "
+                     "lock.key_prefix");
+  }
+  throw RedisError(label + ": redis " + redis_->endpoint() + " answered " +
+                   (reply.is_error() ? text : std::string("an unexpected reply")) +
+                   "; check that the Redis user may run EVALSHA on keys with prefix '" + config_.key_prefix + "'");
+}
+
+RedisReply ServiceCore::run_own_release_of(const HeldLock& lock, const OwnRelease& own) {
+  const std::vector<std::string_view> keys(own.keys.begin(), own.keys.end());
+  const std::array<std::string_view, 2> args{lock.owner, own.channel};
+  return scripts_.run(*own.script, keys, args);
+}
+
+RedisReply ServiceCore::run_own_release(const HeldLock& lock) { return run_own_release_of(lock, *lock.own_release); }
+
+void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
+  const OwnRelease& own = *lock->own_release;
+  const std::vector<std::string_view> keys(own.keys.begin(), own.keys.end());
+  const std::array<std::string_view, 2> args{lock->owner, own.channel};
+  RedisReply reply;
+  try {
+    reply = retry_release(*lock, scripts_.run(*own.script, keys, args), *own.script, keys, args);
+    throw_if_transient(lock->key, reply, "release");
+  } catch (const ConnectionError& e) {
+    throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
+                          " may not be released: if the release did not run, its hold expires by itself within its "
+                          "lease (" + std::to_string(lock->lease_ms.load()) + " ms)");
+  }
+  if (reply.type == RedisReply::Type::Integer && reply.integer == 0) {
+    handle_lost(lock, "release found it was no longer this holder's");
+    throw LockLostError(lock->label() +
+                        " was no longer this holder's when released (its lease ran out or it was deleted); the "
+                        "critical section may have overlapped holders it excludes");
+  }
+  if (reply.type != RedisReply::Type::Integer) {
+    throw RedisError(lock->label() + ": release answered " +
+                     (reply.is_error() ? reply.str : std::string("an unexpected reply")));
+  }
+  stats_.released.fetch_add(1, std::memory_order_relaxed);
+  // Waiters of this process wake now rather than after the notice's round trip.
+  waiters_.notify(own.channel, "");
+}
+
+void ServiceCore::set_permits(std::string_view name, long long permits) {
+  refuse_after_fork();
+  const std::string label = labelled("semaphore", name);
+  validate(name, {});
+  if (scripts_.quorum()) throw InvalidArgument(label + ": semaphores are not offered over a Redlock");
+  if (permits < 0) {
+    throw InvalidArgument(label + ": permit count " + std::to_string(permits) + " is negative; pass 0 or more");
+  }
+  const SharedNames names(config_.key_prefix, name, SharedKind::permits);
+  const std::string queue = names.name(":queue"), channel = names.name(":released"), count = std::to_string(permits);
+  const std::array<std::string_view, 2> keys{names.base, queue};
+  const std::array<std::string_view, 2> args{count, channel};
+  const RedisReply reply = scripts_.run(set_permits_script(), keys, args);
+  throw_if_transient(name, reply, "set the permit count");
+  if (reply.type != RedisReply::Type::Integer) throw_shared_reply_error(label, names.base, reply);
+  waiters_.notify(channel, "");
+}
+
+std::pair<long long, long long> ServiceCore::permits_of(std::string_view name) {
+  refuse_after_fork();
+  const std::string label = labelled("semaphore", name);
+  validate(name, {});
+  if (scripts_.quorum()) throw InvalidArgument(label + ": semaphores are not offered over a Redlock");
+  const SharedNames names(config_.key_prefix, name, SharedKind::permits);
+  const std::string holders = names.name(":holders");
+  const std::array<std::string_view, 2> keys{names.base, holders};
+  const RedisReply reply = scripts_.run(permits_in_use_script(), keys, {});
+  throw_if_transient(name, reply, "read the permits");
+  if (reply.type != RedisReply::Type::Array || reply.elements.size() != 2 ||
+      reply.elements[0].type != RedisReply::Type::Integer || reply.elements[1].type != RedisReply::Type::Integer) {
+    throw_shared_reply_error(label, names.base, reply);
+  }
+  return {reply.elements[0].integer, reply.elements[1].integer};
+}
+
+}  // namespace dlock::detail
