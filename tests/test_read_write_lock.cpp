@@ -161,3 +161,23 @@ TEST_CASE("a read-write lock refuses bad input and foreign data with clear error
   CHECK_THROWS_AS(service->write_lock("busy"), dlock::RedisError);
   CHECK(redis.run({"GET", "dlock:{busy}:rw:write"}) == "x");  // left as it was
 }
+
+TEST_CASE("WITH_DISTRIBUTED_READ_LOCK and WITH_DISTRIBUTED_WRITE_LOCK take the lock's forms", "[rwlock][macros]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto other = dlock::test::make_service(redis);
+  DISTRIBUTED_LOCK_SERVICE(service);
+  int ran = 0;
+  WITH_DISTRIBUTED_READ_LOCK("prices:{}", "eu") {
+    CHECK(redis.run({"EXISTS", "dlock:{prices:eu}:rw:write"}) == "0");
+    CHECK_FALSE(other->try_write_lock("prices:eu"));
+    ++ran;
+  }
+  WITH_DISTRIBUTED_WRITE_LOCK_AS(guard, "prices:eu", {.wait = 1s}) {
+    CHECK(guard.fencing_token() > 0);
+    CHECK_FALSE(other->try_read_lock("prices:eu"));
+    ++ran;
+  }
+  CHECK(ran == 2);
+  CHECK(other->try_write_lock("prices:eu"));
+}

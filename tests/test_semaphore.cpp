@@ -173,3 +173,23 @@ TEST_CASE("a semaphore's permit is renewed by the watchdog and reported lost whe
   }));
   CHECK_THROWS_AS(permit.unlock(), dlock::LockLostError);
 }
+
+TEST_CASE("WITH_DISTRIBUTED_PERMIT takes a handle or a name", "[semaphore][macros]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  DISTRIBUTED_LOCK_SERVICE(service);
+  auto calls = service->semaphore("calls", 2);
+  int ran = 0;
+  WITH_DISTRIBUTED_PERMIT(calls) {
+    CHECK(calls.available() == 1);
+    WITH_DISTRIBUTED_PERMIT("calls", {.wait = 1s}) {  // by name: the count is in Redis now
+      CHECK(calls.available() == 0);
+      ++ran;
+    }
+    ++ran;
+  }
+  CHECK(ran == 2);
+  CHECK(calls.available() == 2);
+  CHECK_THROWS_WITH([&] { WITH_DISTRIBUTED_PERMIT("unknown") { ++ran; } }(), Catch::Contains("no permit count"));
+  CHECK(ran == 2);
+}

@@ -16,6 +16,14 @@ BlockGuard BlockGuard::try_lock(RedisLockService& service, const BlockRequest& r
   return BlockGuard(service.try_lock(request.key, request.options.lock_options()), request.options.throw_if_lost);
 }
 
+BlockGuard BlockGuard::read_lock(RedisLockService& service, const BlockRequest& request) {
+  return BlockGuard(service.read_lock(request.key, request.options.lock_options()), request.options.throw_if_lost);
+}
+
+BlockGuard BlockGuard::write_lock(RedisLockService& service, const BlockRequest& request) {
+  return BlockGuard(service.write_lock(request.key, request.options.lock_options()), request.options.throw_if_lost);
+}
+
 BlockGuard::~BlockGuard() noexcept(false) {
   if (!throw_if_lost_ || std::uncaught_exceptions() > exceptions_at_entry_) return;  // ~LockGuard releases quietly
   unlock();  // a no-op if the body already released or detached it

@@ -15,6 +15,10 @@
 //   WITH_DISTRIBUTED_LOCKS({"stock:1", "stock:2"}, {.wait = 500ms}) { ... }
 //   WITH_DISTRIBUTED_LOCKS_AS(locks, "stock:{}", skus) { pay(locks.fencing_token("stock:1")); }
 //   WITH_DISTRIBUTED_LOCKS_IF_FREE(keys) { ... } else { skipped(); }
+//   WITH_DISTRIBUTED_READ_LOCK("prices:{}", region) { read(); }    // the forms of WITH_DISTRIBUTED_LOCK
+//   WITH_DISTRIBUTED_WRITE_LOCK("prices:{}", region) { rewrite(); }
+//   WITH_DISTRIBUTED_PERMIT(payments) { call(); }       // one permit of a Semaphore handle...
+//   WITH_DISTRIBUTED_PERMIT("payments", {.wait = 2s})   // ...or of a semaphore by name (its count set in Redis)
 //
 // Arguments: one is a key as it is; with more, the first is a template whose
 // fields and values are checked at compile time (lock_key.hpp). Options, if
@@ -110,3 +114,29 @@
 
 #define WITH_DISTRIBUTED_LOCKS_IF_FREE(...) \
   WITH_DISTRIBUTED_LOCKS_IF_FREE_AS(DLOCK_UNIQUE_NAME(dlock_guards_), __VA_ARGS__)
+
+// A read or write lock (RedisLockService::read_lock/write_lock): the same
+// arguments as WITH_DISTRIBUTED_LOCK; the _AS forms name the guard.
+#define WITH_DISTRIBUTED_READ_LOCK_AS(guard, ...)                                                  \
+  if (::dlock::detail::BlockGuard guard = ::dlock::detail::BlockGuard::read_lock(                  \
+          DLOCK_SERVICE_HERE(), ::dlock::detail::block_request(__VA_ARGS__));                      \
+      false) {                                                                                     \
+  } else
+#define WITH_DISTRIBUTED_READ_LOCK(...) WITH_DISTRIBUTED_READ_LOCK_AS(DLOCK_UNIQUE_NAME(dlock_guard_), __VA_ARGS__)
+
+#define WITH_DISTRIBUTED_WRITE_LOCK_AS(guard, ...)                                                 \
+  if (::dlock::detail::BlockGuard guard = ::dlock::detail::BlockGuard::write_lock(                 \
+          DLOCK_SERVICE_HERE(), ::dlock::detail::block_request(__VA_ARGS__));                      \
+      false) {                                                                                     \
+  } else
+#define WITH_DISTRIBUTED_WRITE_LOCK(...) WITH_DISTRIBUTED_WRITE_LOCK_AS(DLOCK_UNIQUE_NAME(dlock_guard_), __VA_ARGS__)
+
+// One permit of a semaphore for the body: a Semaphore handle, or a name
+// (then the service in scope is asked for it, and its count must be set in
+// Redis); options last. Throws LockTimeoutError if none is free in the wait.
+#define WITH_DISTRIBUTED_PERMIT_AS(guard, ...)                                                     \
+  if (::dlock::detail::BlockGuard guard = ::dlock::detail::BlockGuard::permit(                     \
+          [&]() -> ::dlock::RedisLockService& { return DLOCK_SERVICE_HERE(); }, __VA_ARGS__);      \
+      false) {                                                                                     \
+  } else
+#define WITH_DISTRIBUTED_PERMIT(...) WITH_DISTRIBUTED_PERMIT_AS(DLOCK_UNIQUE_NAME(dlock_guard_), __VA_ARGS__)

@@ -19,6 +19,19 @@ class BlockGuard : public LockGuard {
   // (without a wait in the options it tries once).
   static BlockGuard lock(RedisLockService& service, const BlockRequest& request);
   static BlockGuard try_lock(RedisLockService& service, const BlockRequest& request);
+  // The read or write lock of `request` (RedisLockService::read_lock/write_lock).
+  static BlockGuard read_lock(RedisLockService& service, const BlockRequest& request);
+  static BlockGuard write_lock(RedisLockService& service, const BlockRequest& request);
+  // One permit of a semaphore: a handle, or a name whose count Redis has
+  // (the service is asked for only with a name).
+  template <typename ServiceOf>
+  static BlockGuard permit(ServiceOf&&, const Semaphore& semaphore, BlockOptions options = {}) {
+    return BlockGuard(semaphore.acquire(1, options.lock_options()), options.throw_if_lost);
+  }
+  template <typename ServiceOf>
+  static BlockGuard permit(ServiceOf&& service_of, std::string_view name, BlockOptions options = {}) {
+    return BlockGuard(service_of().semaphore(name).acquire(1, options.lock_options()), options.throw_if_lost);
+  }
 
   BlockGuard(const BlockGuard&) = delete;
   BlockGuard& operator=(const BlockGuard&) = delete;
