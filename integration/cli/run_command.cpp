@@ -3,7 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
+#include <optional>
+#include <string_view>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -24,9 +28,14 @@
 namespace dlock::cli {
 
 const char* const kRunUsage =
-    "usage: dlock run KEY [--wait DUR] [--lease DUR] [--config FILE [--section NAME]] [--kill-on-lost] -- COMMAND "
-    "[ARGS...]\n"
+    "usage: dlock run KEY [--read | --write] [--wait DUR] [--lease DUR] [--config FILE [--section NAME]]\n"
+    "                 [--kill-on-lost] -- COMMAND [ARGS...]\n"
+    "       dlock run --permits NAME:N [options] -- COMMAND [ARGS...]\n"
     "Runs COMMAND while holding the distributed lock KEY, like flock(1) across hosts.\n"
+    "  --read           hold KEY's read lock instead: other readers run alongside, writers wait\n"
+    "  --write          hold KEY's write lock: alone, after the readers before it\n"
+    "  --permits NAME:N hold one permit of the semaphore NAME instead of a lock: at most N such\n"
+    "                   commands run at once (N is its count if it has none yet; set_permits changes it)\n"
     "  --wait DUR       how long to wait for a busy lock (default: lock.wait_ms of the config, 0 = try once)\n"
     "  --lease DUR      fixed lease, never renewed (default: watchdog-renewed for as long as COMMAND runs)\n"
     "  --config FILE    dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
@@ -76,6 +85,26 @@ std::string current_holder(const Config& config, const std::string& key) {
   }
 }
 
+// --permits NAME:N: the semaphore NAME (which may hold ':' itself), N permits in all.
+struct Permits {
+  std::string name;
+  long long count = 0;
+};
+
+Permits parse_permits(const std::string& text) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw UsageError("--permits: '" + text + "' is not NAME:N; for example --permits backups:4");
+  }
+  Permits permits{text.substr(0, colon), 0};
+  const std::string count = text.substr(colon + 1);
+  const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), permits.count);
+  if (count.empty() || error != std::errc() || end != count.data() + count.size() || permits.count < 1) {
+    throw UsageError("--permits: '" + count + "' in '" + text + "' is not a count of 1 or more permits");
+  }
+  return permits;
+}
+
 LockOptions lock_options(const ParsedArgs& parsed) {
   LockOptions options;
   if (auto wait = parsed.value("--wait")) options.wait = parse_duration(*wait, "--wait");
@@ -102,20 +131,31 @@ void release(LockGuard& guard, RunState& state) {
 }  // namespace
 
 int run_command(std::span<char* const> args) {
-  OptionSpec spec{kConfigOptions, {"--kill-on-lost"}, 1};
-  spec.valued.insert({"--wait", "--lease"});
+  // With --permits there is no KEY: the first positional is COMMAND.
+  const bool permits_mode = std::any_of(args.begin(), args.end(), [](const char* arg) {
+    const std::string_view text(arg);
+    return text == "--permits" || text.starts_with("--permits=");
+  });
+  OptionSpec spec{kConfigOptions, {"--kill-on-lost", "--read", "--write"}, permits_mode ? 0 : 1};
+  spec.valued.insert({"--wait", "--lease", "--permits"});
   const ParsedArgs parsed = parse_args(args, spec);
   if (parsed.help) {
     std::cout << kRunUsage;
     return kExitOk;
   }
-  if (parsed.positionals.empty()) throw UsageError("run needs a KEY");
+  const std::optional<Permits> permits = parsed.value("--permits") ? parse_permits(*parsed.value("--permits"))
+                                                                   : std::optional<Permits>();
+  if (parsed.has("--read") && parsed.has("--write")) throw UsageError("--read and --write: pass one of them");
+  if (permits && (parsed.has("--read") || parsed.has("--write"))) {
+    throw UsageError("--permits holds a semaphore's permit, not a lock: leave out --read and --write");
+  }
+  if (!permits && parsed.positionals.empty()) throw UsageError("run needs a KEY (or --permits NAME:N)");
   if (parsed.command.empty()) throw UsageError("run needs a COMMAND after --");
   LockOptions options = lock_options(parsed);
 
   const InheritedFds inherited;  // before the lock service opens its sockets
   auto state = std::make_shared<RunState>();
-  state->key = parsed.positionals.front();
+  state->key = permits ? permits->name : parsed.positionals.front();
   state->command = parsed.command.front();
   state->kill_on_lost = parsed.has("--kill-on-lost");
 
@@ -127,13 +167,20 @@ int run_command(std::span<char* const> args) {
   options.wait = options.wait.value_or(config.lock.wait);
   LockGuard guard = [&] {
     try {
+      if (permits) return service->semaphore(permits->name, permits->count).try_acquire(1, options);
+      if (parsed.has("--read")) return service->try_read_lock(state->key, options);
+      if (parsed.has("--write")) return service->try_write_lock(state->key, options);
       return service->try_lock(state->key, options);
     } catch (const RedisError&) {
       rethrow_if_replica(config.redis, "cannot take the lock " + state->key);
     }
   }();
   if (!guard) {
-    const std::string holder = current_holder(config, state->key);
+    const bool plain = !permits && !parsed.has("--read") && !parsed.has("--write");
+    const std::string holder = plain ? current_holder(config, state->key)
+                               : permits ? ": all " + std::to_string(permits->count) + " permits are held, or "
+                                           "others wait ahead in line"
+                                         : std::string();
     if (options.wait->count() == 0) {
       std::cerr << "dlock: " << state->key << " is busy" << holder
                 << "; tried once, without waiting: pass --wait DUR to wait for it\n";

@@ -16,6 +16,7 @@
 #include "json.hpp"
 #include "lock_names.hpp"
 #include "redis_refusal.hpp"
+#include "shared_status.hpp"
 
 namespace dlock::cli {
 
@@ -25,14 +26,18 @@ const char* const kStatusUsage =
     "token, the hold count (re-entry depth), the remaining lease and the last fencing token; for a\n"
     "free lock, the name and server it was looked for at (check lock.key_prefix if you expected it\n"
     "held). Only reads Redis: each lock in one atomic step (a script: SCRIPT LOAD, EVALSHA running\n"
-    "HGETALL, PTTL, GET), then the holder's registry entry (GET).\n"
+    "HGETALL, PTTL, GET), then the holder's registry entry (GET). Where KEY also names a read-write\n"
+    "lock or a semaphore, a line for each follows: its writer and readers, or its permits held of how\n"
+    "many and by whom (a second script reads both at once).\n"
     "  --config FILE   dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                  with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
     "  --section NAME  read only that section of the config file (e.g. dlock, or services.dlock),\n"
     "                  for a service's own file that holds dlock's settings under it\n"
     "  --json          print one JSON array of objects {key, held, owner, hold_count, host, pid, since,\n"
     "                  service_started, lease_ms, fencing_token, owners: [{token, hold_count, host, pid,\n"
-    "                  since, service_started}], lock_name, redis}; null where there is no value\n"
+    "                  since, service_started}], read_write: {writer, readers: [...]}, semaphore:\n"
+    "                  {permits, in_use, holders: [{token, permits, ...}]}, lock_name, redis}; null\n"
+    "                  where there is no value\n"
     "  -h, --help      show this help\n"
     "Exit status: 0 every key read, 76 Redis refused a read (a name holding another type, a missing\n"
     "ACL right; that key is shown as unknown, never as free), 69 Redis unreachable, 78 bad config,\n"
@@ -47,6 +52,7 @@ struct LockStatus {
   std::optional<long long> lease_ms;       // PTTL while held; none when free or without expiry
   std::optional<long long> fencing_token;  // none if never locked
   std::string error;                       // Redis refused the read: held or free is unknown
+  SharedStatus shared;                     // the read-write lock and semaphore of the same name
 };
 
 // KEYS: lock hash, fencing counter. One atomic read, so a release in between
@@ -112,7 +118,8 @@ std::string to_json(const std::vector<LockStatus>& statuses, const std::string& 
       out << (k ? "," : "") << "{\"token\":" << json_string(s.owners[k].owner)
           << ",\"hold_count\":" << s.owners[k].hold_count << holder_json_fields(s.owners[k]) << "}";
     }
-    out << "],\"lock_name\":" << json_string(s.lock_name) << ",\"redis\":" << json_string(endpoint);
+    out << "]" << shared_status_json(s.shared) << ",\"lock_name\":" << json_string(s.lock_name)
+        << ",\"redis\":" << json_string(endpoint);
     if (!s.error.empty()) out << ",\"error\":" << json_string(s.error);
     out << "}";
   }
@@ -151,19 +158,24 @@ int status_command(std::span<char* const> args) {
   const auto redis_executor = make_executor(config.redis);
   RedisExecutor& redis = *redis_executor;
   CliScript script(redis, kStatusScript, "read a lock's status");
+  CliScript shared_script(redis, kSharedStatusScript, "read a read-write lock's and a semaphore's status");
   HolderDirectory holders(redis, config.lock.key_prefix);
 
   std::vector<LockStatus> statuses;
   bool any_error = false;
   for (const auto& key : parsed.positionals) {
     statuses.push_back(read_status(script, holders, redis.endpoint(), config.lock, key));
-    any_error = any_error || !statuses.back().error.empty();
+    statuses.back().shared = read_shared_status(shared_script, holders, redis.endpoint(), config.lock, key);
+    any_error = any_error || !statuses.back().error.empty() || !statuses.back().shared.error.empty();
   }
   if (parsed.has("--json")) {
     std::cout << to_json(statuses, redis.endpoint());
   } else {
     const long long now_ms = now_unix_ms();
-    for (const auto& status : statuses) std::cout << to_text(status, redis.endpoint(), now_ms) << "\n";
+    for (const auto& status : statuses) {
+      std::cout << to_text(status, redis.endpoint(), now_ms) << "\n"
+                << shared_status_text(status.key, status.shared, now_ms);
+    }
   }
   return any_error ? kExitRedisError : kExitOk;
 }

@@ -1,0 +1,110 @@
+// The `dlock` command with read-write locks and semaphores: `run --read`,
+// `run --write`, `run --permits NAME:N`, and `status` showing readers,
+// writers and permits.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "cli_harness.hpp"
+#include "services.hpp"
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using namespace dlock::test;
+
+TEST_CASE("dlock run --permits NAME:N runs at most N commands at once", "[cli][semaphore]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  const std::string log = dir.file("log");
+  // Each command counts itself in and out under flock(1), so the highest count seen is exact.
+  const std::string body = "flock '" + log + ".lock' sh -c 'n=$(($(cat " + log + ".n 2>/dev/null || echo 0)+1)); "
+                           "echo $n > " + log + ".n; echo $n >> " + log + "'; sleep 0.2; flock '" + log +
+                           ".lock' sh -c 'echo $(($(cat " + log + ".n)-1)) > " + log + ".n'";
+  std::vector<int> statuses(6, -1);
+  std::vector<std::thread> runners;
+  for (int i = 0; i < 6; ++i) {
+    runners.emplace_back([&, i] {
+      try {
+        Dlock process(dir, {"run", "--permits", "cli:pool:2", "--wait", "20s", "--config", config, "--", "sh", "-c",
+                            body});
+        statuses[static_cast<std::size_t>(i)] = process.wait();
+      } catch (const std::exception&) {
+        statuses[static_cast<std::size_t>(i)] = -2;
+      }
+    });
+  }
+  for (auto& runner : runners) runner.join();
+  for (int status : statuses) CHECK(status == 0);
+  std::istringstream lines(read_file(log));
+  int highest = 0, entries = 0;
+  for (std::string line; std::getline(lines, line); ++entries) highest = std::max(highest, std::stoi(line));
+  CHECK(entries == 6);
+  CHECK(highest <= 2);
+  CHECK(redis.run({"GET", "dlock:{cli:pool}:semaphore"}) == "2");
+  CHECK(redis.run({"EXISTS", "dlock:{cli:pool}:semaphore:holders"}) == "0");
+}
+
+TEST_CASE("dlock run --read runs beside readers and --write waits for them", "[cli][rwlock]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  auto service = dlock::test::make_service(redis);
+  auto reading = service->read_lock("cli:doc");
+  const auto read = dlock_cli(dir, {"run", "cli:doc", "--read", "--config", config, "--", "touch", dir.file("read")});
+  CHECK(read.status == 0);
+  CHECK(fs::exists(dir.file("read")));
+  const auto write = dlock_cli(dir, {"run", "cli:doc", "--write", "--wait", "200ms", "--config", config, "--", "touch",
+                                     dir.file("write")});
+  CHECK(write.status == 75);
+  CHECK_FALSE(fs::exists(dir.file("write")));
+  reading.unlock();
+  const auto later = dlock_cli(dir, {"run", "cli:doc", "--write", "--config", config, "--", "touch", dir.file("write")});
+  CHECK(later.status == 0);
+  CHECK(fs::exists(dir.file("write")));
+}
+
+TEST_CASE("dlock status shows a key's writer, readers and semaphore permits", "[cli][rwlock][semaphore]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  auto service = dlock::test::make_service(redis);
+  auto permits = service->semaphore("cli:mixed", 5).acquire(3);
+  auto reader = service->read_lock("cli:mixed");
+  const auto text = dlock_cli(dir, {"status", "cli:mixed", "--config", config});
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("cli:mixed (read-write): read-locked by 1 reader(s): pid " +
+                                       std::to_string(::getpid())));
+  CHECK_THAT(text.out, Catch::Contains("cli:mixed (semaphore): 3 of 5 permits held: 3 by pid " +
+                                       std::to_string(::getpid())));
+  const auto json = dlock_cli(dir, {"status", "cli:mixed", "--config", config, "--json"});
+  CHECK(json.status == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"semaphore\":{\"permits\":5,\"in_use\":3,\"holders\":[{\"token\":"));
+  CHECK_THAT(json.out, Catch::Contains("\"read_write\":{\"writer\":null,\"readers\":[{\"token\":"));
+  reader.unlock();
+  permits.unlock();
+  const auto after = dlock_cli(dir, {"status", "cli:mixed", "--config", config, "--json"});
+  CHECK_THAT(after.out, Catch::Contains("\"read_write\":null"));
+  CHECK_THAT(after.out, Catch::Contains("\"semaphore\":{\"permits\":5,\"in_use\":0,\"holders\":[]}"));
+}
+
+TEST_CASE("dlock run refuses bad --permits, --read with --write, and a key with --permits", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"run", "--permits", "pool", "--config", config, "--", "true"},
+           {"run", "--permits", "pool:0", "--config", config, "--", "true"},
+           {"run", "--permits", ":3", "--config", config, "--", "true"},
+           {"run", "k", "--read", "--write", "--config", config, "--", "true"},
+           {"run", "--permits", "pool:2", "--read", "--config", config, "--", "true"}}) {
+    const auto result = dlock_cli(dir, args);
+    INFO(args[2] << " " << result.err);
+    CHECK(result.status == 64);
+    CHECK_THAT(result.err, Catch::Contains("usage: dlock run"));
+  }
+  CHECK(redis.run({"KEYS", "dlock:{*"}).empty());
+}
