@@ -19,12 +19,13 @@
 #include "example_errors.hpp"
 #include "example_flags.hpp"
 #include "multi_sku_sale.hpp"
+#include "payment_step.hpp"
 
 namespace {
 
 const char* const kUsage =
     "usage: flash_sale [--config FILE] [--sku SKU] [--stock N] [--buyers B] [--threads T] [--processes P]\n"
-    "                  [--reset] [--no-lock] [--multi-sku [--catalogue K]]\n"
+    "                  [--reset] [--no-lock] [--multi-sku [--catalogue K]] [--payment-slots N]\n"
     "  --config FILE    dlock YAML config (default config/dlock.yaml)\n"
     "  --sku SKU        the product on sale (default SKU-1); stock lives at Redis key stock:SKU\n"
     "  --stock N        units on sale, set only if the sale does not exist yet (default 100)\n"
@@ -35,7 +36,10 @@ const char* const kUsage =
     "  --no-lock        deduct without the lock, to show the oversell\n"
     "  --multi-sku      each order takes 1-3 SKUs of a catalogue SKU-1..SKU-K (stock N each), all or none,\n"
     "                   under one multi-lock; the final line adds orders= and torn= (half-filled orders)\n"
-    "  --catalogue K    SKUs in the catalogue with --multi-sku (default 5)\n";
+    "  --catalogue K    SKUs in the catalogue with --multi-sku (default 5)\n"
+    "  --payment-slots N  each accepted order then pays through a provider that takes at most N calls\n"
+    "                   at once across all processes, under a distributed semaphore (default 4); the\n"
+    "                   last line shows the highest concurrency seen\n";
 
 struct Sale {
   std::string stock_key, sold_key, initial_key;
@@ -54,7 +58,8 @@ bool buy_one(dlock::RedisExecutor& redis, const Sale& sale) {
 
 // Runs this process' buyers; returns {accepted, refused}.
 std::pair<long long, long long> run_buyers(const dlock::Config& config, const Sale& sale, const std::string& sku,
-                                           long long buyers, long long threads, bool use_lock) {
+                                           const example::PaymentStep& payment, long long buyers, long long threads,
+                                           bool use_lock) {
   auto service = dlock::make_lock_service(config);
   dlock::set_default_lock_service(service);
   auto redis = dlock::make_executor(config.redis);
@@ -72,6 +77,7 @@ std::pair<long long, long long> run_buyers(const dlock::Config& config, const Sa
         } else {
           bought = buy_one(*redis, sale);
         }
+        if (bought) payment.pay(*service, *redis, use_lock);  // outside the stock's lock
         (bought ? accepted : refused).fetch_add(1);
       }
     });
@@ -84,10 +90,11 @@ std::pair<long long, long long> run_buyers(const dlock::Config& config, const Sa
 
 // The --multi-sku orders of this process.
 std::pair<long long, long long> run_orders(const dlock::Config& config, const example::Catalogue& catalogue,
-                                           long long orders, long long threads, bool use_lock) {
+                                           const example::PaymentStep& payment, long long orders, long long threads,
+                                           bool use_lock) {
   auto service = dlock::make_lock_service(config);
   auto redis = dlock::make_executor(config.redis);
-  auto tally = example::place_orders(*service, *redis, catalogue, orders, threads, use_lock);
+  auto tally = example::place_orders(*service, *redis, catalogue, payment, orders, threads, use_lock);
   if (use_lock) std::cout << "process " << ::getpid() << " lock stats: " << dlock::format_stats(service->stats()) << std::endl;
   return tally;
 }
@@ -96,7 +103,8 @@ std::pair<long long, long long> run_orders(const dlock::Config& config, const ex
 
 int main(int argc, char** argv) {
   example::Flags flags(argc, argv,
-                       {"--config", "--sku", "--stock", "--buyers", "--threads", "--processes", "--catalogue"},
+                       {"--config", "--sku", "--stock", "--buyers", "--threads", "--processes", "--catalogue",
+                        "--payment-slots"},
                        {"--reset", "--no-lock", "--multi-sku"}, kUsage);
   const std::string sku = flags.text("--sku", "SKU-1");
   const long long stock = flags.number("--stock", 100, 0);
@@ -107,12 +115,16 @@ int main(int argc, char** argv) {
   const bool multi_sku = flags.has("--multi-sku");
   const Sale sale{"stock:" + sku, "sold:" + sku, "stock:" + sku + ":initial"};
   const example::Catalogue catalogue = example::Catalogue::of(sku, flags.number("--catalogue", 5, 1));
+  const example::PaymentStep payment(sku, flags.number("--payment-slots", 4, 1));
 
   return example::run_reporting_errors([&] {
     const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
     {
       const auto redis_executor = dlock::make_executor(config.redis);
       dlock::RedisExecutor& redis = *redis_executor;
+      if (flags.has("--reset")) payment.reset(redis);
+      // A service of its own, gone before any buyer process forks.
+      if (use_lock) payment.open(*dlock::make_lock_service(config));
       if (multi_sku) {
         example::open_catalogue(redis, catalogue, stock, flags.has("--reset"));
       } else {
@@ -133,8 +145,8 @@ int main(int argc, char** argv) {
 
     // This process' buyers, then their tally.
     auto buy = [&] {
-      const auto [accepted, refused] = multi_sku ? run_orders(config, catalogue, buyers, threads, use_lock)
-                                                 : run_buyers(config, sale, sku, buyers, threads, use_lock);
+      const auto [accepted, refused] = multi_sku ? run_orders(config, catalogue, payment, buyers, threads, use_lock)
+                                                 : run_buyers(config, sale, sku, payment, buyers, threads, use_lock);
       std::cout << "process " << ::getpid() << ": accepted=" << accepted << " refused=" << refused << std::endl;
     };
     std::vector<pid_t> children;
@@ -158,24 +170,25 @@ int main(int argc, char** argv) {
 
     const auto redis_executor = dlock::make_executor(config.redis);
     dlock::RedisExecutor& redis = *redis_executor;
-    bool right = true;
+    // The payment line first: the sale's own tally stays the last line.
+    bool right = payment.report(redis);
+    if (use_lock && !right) std::cerr << "error: more payment calls at once than the semaphore allows\n";
     if (multi_sku) {
-      right = example::report_catalogue(redis, catalogue);
+      right = example::report_catalogue(redis, catalogue) && right;
     } else {
       const long long final_stock = integer_of(redis.command({"GET", sale.stock_key}));
       const long long sold = integer_of(redis.command({"GET", sale.sold_key}));
       const long long initial = integer_of(redis.command({"GET", sale.initial_key}));
       const long long oversold = sold > initial ? sold - initial : 0;
       std::cout << "final_stock=" << final_stock << " sold=" << sold << " oversold=" << oversold << std::endl;
-      right = oversold == 0;
+      right = oversold == 0 && right;
     }
     if (!children_ok) {
       std::cerr << "error: a buyer process failed\n";
       return 1;
     }
     if (use_lock && !right) {
-      std::cerr << "error: " << (multi_sku ? "an SKU oversold or an order half filled" : "oversold")
-                << " with the lock on\n";
+      std::cerr << "error: the sale went wrong with the lock on (see the lines above)\n";
       return 1;
     }
     return 0;

@@ -52,8 +52,8 @@ void open_catalogue(dlock::RedisExecutor& redis, const Catalogue& catalogue, lon
 }
 
 std::pair<long long, long long> place_orders(dlock::RedisLockService& service, dlock::RedisExecutor& redis,
-                                             const Catalogue& catalogue, long long orders, long long threads,
-                                             bool use_lock) {
+                                             const Catalogue& catalogue, const PaymentStep& payment, long long orders,
+                                             long long threads, bool use_lock) {
   DISTRIBUTED_LOCK_SERVICE(service);
   std::atomic<long long> next{0}, filled{0}, refused{0};
   std::vector<std::thread> workers;
@@ -71,6 +71,7 @@ std::pair<long long, long long> place_orders(dlock::RedisLockService& service, d
           done = fill(redis, order);
         }
         if (done) {
+          payment.pay(service, redis, use_lock);  // after the stock's locks are released
           redis.command({"INCR", catalogue.filled_orders_key()});
           redis.command({"INCRBY", catalogue.filled_units_key(), std::to_string(order.size())});
         }

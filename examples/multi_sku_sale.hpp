@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "payment_step.hpp"
 
 namespace example {
 
@@ -26,9 +27,10 @@ struct Catalogue {
 void open_catalogue(dlock::RedisExecutor& redis, const Catalogue& catalogue, long long stock, bool reset);
 
 // Places `orders` random orders on `threads` threads; returns {filled, refused}.
+// Each filled order then pays through `payment`.
 std::pair<long long, long long> place_orders(dlock::RedisLockService& service, dlock::RedisExecutor& redis,
-                                             const Catalogue& catalogue, long long orders, long long threads,
-                                             bool use_lock);
+                                             const Catalogue& catalogue, const PaymentStep& payment, long long orders,
+                                             long long threads, bool use_lock);
 
 // Prints the final line "final_stock=… sold=… orders=… torn=… oversold=…"
 // and returns whether the sale was right: no SKU sold more than it lost from

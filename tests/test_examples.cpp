@@ -69,6 +69,24 @@ TEST_CASE("flash_sale --multi-sku without the lock shows the half-filled orders 
   CHECK(field(result.output, "torn") + field(result.output, "oversold") > 0);
 }
 
+TEST_CASE("flash_sale never pays through more calls at once than its payment slots, across processes",
+          "[examples][semaphore]") {
+  dlock::test::RedisServer redis;
+  auto result = run(std::string(FLASH_SALE_BIN) + " --config " + config_for(redis) +
+                    " --sku P1 --stock 90 --buyers 60 --threads 6 --processes 3 --payment-slots 3 --reset");
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(field(result.output, "payment_slots") == 3);
+  CHECK(field(result.output, "payment_peak") <= 3);
+  CHECK(field(result.output, "payment_peak") >= 1);
+  CHECK(field(result.output, "sold") == 90);
+  // Without the semaphore the same calls pile up past the slots: the peak is what the permits prevent.
+  auto unlimited = run(std::string(FLASH_SALE_BIN) + " --config " + config_for(redis) +
+                       " --sku P2 --stock 300 --buyers 100 --threads 8 --processes 3 --payment-slots 3 --reset --no-lock");
+  INFO(unlimited.output);
+  CHECK(field(unlimited.output, "payment_peak") > 3);
+}
+
 TEST_CASE("flash_sale processes started separately share one sale", "[examples]") {
   dlock::test::RedisServer redis;
   const std::string base = std::string(FLASH_SALE_BIN) + " --config " + config_for(redis) + " --sku T2 --threads 4";
