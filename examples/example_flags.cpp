@@ -48,6 +48,6 @@ long long Flags::number(const std::string& name, long long fallback, long long m
   return value;
 }
 
-bool Flags::has(const std::string& name) const { return switches_.count(name) > 0; }
+bool Flags::has(const std::string& name) const { return switches_.count(name) > 0 || values_.count(name) > 0; }
 
 }  // namespace example

@@ -17,6 +17,7 @@ class Flags {
   std::string text(const std::string& name, const std::string& fallback) const;
   // A whole number ≥ min; anything else prints usage and exits 64.
   long long number(const std::string& name, long long fallback, long long min) const;
+  // Whether the switch, or the valued flag, was given.
   bool has(const std::string& name) const;
 
  private:

@@ -39,7 +39,8 @@ const char* const kUsage =
     "  --catalogue K    SKUs in the catalogue with --multi-sku (default 5)\n"
     "  --payment-slots N  each accepted order then pays through a provider that takes at most N calls\n"
     "                   at once across all processes, under a distributed semaphore (default 4); the\n"
-    "                   last line shows the highest concurrency seen\n";
+    "                   last line shows the highest concurrency seen; 0 leaves the step out (the\n"
+    "                   default over a Redlock, where semaphores are not offered)\n";
 
 struct Sale {
   std::string stock_key, sold_key, initial_key;
@@ -115,10 +116,13 @@ int main(int argc, char** argv) {
   const bool multi_sku = flags.has("--multi-sku");
   const Sale sale{"stock:" + sku, "sold:" + sku, "stock:" + sku + ":initial"};
   const example::Catalogue catalogue = example::Catalogue::of(sku, flags.number("--catalogue", 5, 1));
-  const example::PaymentStep payment(sku, flags.number("--payment-slots", 4, 1));
+  const long long payment_slots = flags.number("--payment-slots", 4, 0);
 
   return example::run_reporting_errors([&] {
     const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
+    // Semaphores are not offered over a Redlock: there the payment step is left out unless asked for.
+    const bool redlock = config.redis.mode == dlock::RedisMode::redlock;
+    const example::PaymentStep payment(sku, redlock && !flags.has("--payment-slots") ? 0 : payment_slots);
     {
       const auto redis_executor = dlock::make_executor(config.redis);
       dlock::RedisExecutor& redis = *redis_executor;
