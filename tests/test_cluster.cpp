@@ -179,6 +179,48 @@ TEST_CASE("locks over many slots: re-entry, waiting with notices, renewals acros
   CHECK(found == 59);
 }
 
+TEST_CASE("a multi-lock over keys on every master: all or nothing, released together", "[cluster][multi]") {
+  auto first = cluster_service();
+  auto second = cluster_service();
+  std::vector<std::string> keys;
+  std::set<int> masters;
+  for (int i = 0; masters.size() < 3 || keys.size() < 6; ++i) {
+    keys.push_back("multi:" + std::to_string(i));
+    masters.insert(cluster().master_port(slot_of(keys.back())));
+  }
+  auto all = first->lock_all(keys);
+  REQUIRE(all);
+  CHECK(all.size() == keys.size());
+  // A set sharing one key with it is not had, and leaves none of its own keys held.
+  auto blocked = second->try_lock_all(std::vector<std::string>{"multi:free", keys.back()}, {.wait = 200ms});
+  CHECK_FALSE(blocked);
+  CHECK(second->try_lock("multi:free"));
+  all.unlock();
+  for (const auto& key : keys) CHECK(second->try_lock(key));
+}
+
+TEST_CASE("read-write locks and semaphores on a cluster: each on the master of its name's slot", "[cluster]") {
+  auto first = cluster_service(600ms);
+  auto second = cluster_service();
+  auto reader = first->read_lock("rw:cluster");
+  CHECK(second->try_read_lock("rw:cluster"));
+  CHECK_FALSE(second->try_write_lock("rw:cluster"));
+  auto permits = first->semaphore("sem:cluster", 2).acquire(2);
+  std::this_thread::sleep_for(1500ms);  // 2.5 leases: only renewals keep them
+  CHECK(reader);
+  CHECK(permits);
+  CHECK_FALSE(second->semaphore("sem:cluster").try_acquire());
+  auto waiting = std::async(std::launch::async, [&] { return bool(second->write_lock("rw:cluster", {.wait = 10s})); });
+  std::this_thread::sleep_for(200ms);
+  reader.unlock();
+  REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
+  CHECK(waiting.get());
+  permits.unlock();
+  CHECK(second->semaphore("sem:cluster").available() == 2);
+  const int master = cluster().master_port(slot_of("sem:cluster"));
+  CHECK(cluster().node(master).run({"GET", "dlock:{sem:cluster}:semaphore"}) == "2");
+}
+
 TEST_CASE("a pipeline over several masters comes back in order; a WAIT goes with the write before it", "[cluster]") {
   auto executor = dlock::make_executor(cluster().config().redis);
   std::vector<dlock::RedisCommand> commands;
