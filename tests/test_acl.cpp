@@ -11,6 +11,8 @@
 // channel.
 #include <catch2/catch.hpp>
 
+#include <future>
+
 #include <thread>
 
 #include "readme_acl.hpp"
@@ -83,6 +85,40 @@ TEST_CASE("a user with only the README's minimal ACL runs the whole lock cycle",
   CHECK(waited_ms < 3000);  // woken by the release notice, which the user may publish
   CHECK(redis.run({"EXISTS", "dlock:{acl}"}) == "0");
   CHECK(redis.run({"GET", "dlock:{acl}:fence"}) == std::to_string(outer.fencing_token() + 2));
+}
+
+TEST_CASE("a user with only the README's minimal ACL uses multi-locks, read-write locks and semaphores",
+          "[acl][multi][rwlock][semaphore]") {
+  dlock::test::RedisServer redis;
+  set_user(redis, "locker", kMinimalRights);
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    as_user("locker")(c);
+    c.lock.watchdog_timeout = 600ms;  // so renewals run during the test
+  });
+  auto other = dlock::test::make_service(redis, as_user("locker"));
+  auto all = service->lock_all({"acl:a", "acl:b"});
+  auto reader = service->read_lock("acl:rw");
+  auto inner_reader = service->read_lock("acl:rw");  // re-entered
+  auto sem = service->semaphore("acl:sem", 2);
+  auto permits = sem.acquire(2);
+  std::this_thread::sleep_for(800ms);  // a renewal or two, as the user
+  CHECK(all);
+  CHECK(reader);
+  CHECK(permits);
+  CHECK(sem.available() == 0);
+  // Waiters in line, woken by the releases' notices, as the user.
+  auto writer = std::async(std::launch::async, [&] { return bool(other->write_lock("acl:rw", {.wait = 10s})); });
+  auto permit = std::async(std::launch::async, [&] { return bool(other->semaphore("acl:sem").acquire(1, {.wait = 10s})); });
+  std::this_thread::sleep_for(300ms);
+  inner_reader.unlock();
+  reader.unlock();
+  permits.unlock();
+  CHECK(writer.get());
+  CHECK(permit.get());
+  sem.set_permits(3);
+  CHECK(sem.permits() == 3);
+  all.unlock();
+  CHECK(redis.run({"EXISTS", "dlock:{acl:a}"}) == "0");
 }
 
 TEST_CASE("a user without rights on the lock keys gets a RedisError saying so", "[acl]") {
