@@ -43,31 +43,49 @@ MultiLockGuard RedisLockService::acquire_all(std::vector<std::string> keys, Lock
   const detail::Clock::time_point deadline = detail::Clock::now() + wait;
   std::vector<LockGuard> taken;
   taken.reserve(keys.size());
-  for (const std::string& key : keys) {
-    const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - detail::Clock::now()));
-    LockOptions one = options;
-    one.wait = left;
-    LockGuard guard;
-    try {
-      guard = core->acquire(key, one, false);
-    } catch (...) {  // Redis unreachable, a key of another type: none of the set stays held
-      release_taken(taken);
-      throw;
+  for (;;) {
+    bool whole = true;
+    for (const std::string& key : keys) {
+      const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - detail::Clock::now()));
+      LockOptions one = options;
+      one.wait = left;
+      LockGuard guard;
+      try {
+        guard = core->acquire(key, one, false);
+      } catch (...) {  // Redis unreachable, a key of another type: none of the set stays held
+        release_taken(taken);
+        throw;
+      }
+      if (!guard) {
+        const std::size_t had = taken.size();
+        release_taken(taken);
+        if (!throw_on_timeout) return {};
+        throw LockTimeoutError("lock_all: " + detail::lock_label(key) + " (key " + std::to_string(had + 1) + " of " +
+                               std::to_string(keys.size()) + ", sorted) was " +
+                               (wait.count() == 0 ? std::string("busy; tried once, without waiting")
+                                                  : "still busy when the set's wait of " +
+                                                        std::to_string(wait.count()) + " ms ran out") +
+                               "; the " + std::to_string(had) +
+                               " key(s) taken before it were released, so none of the set is held; try again "
+                               "later or pass a longer wait");
+      }
+      taken.push_back(std::move(guard));
+      // A key taken earlier may have been lost while this one was waited for (its fixed lease ran out, or
+      // it was deleted): the set is not whole, and another owner may hold that key now. Start again.
+      if (std::any_of(taken.begin(), taken.end(), [](const LockGuard& g) { return g.lost(); })) {
+        whole = false;
+        break;
+      }
     }
-    if (!guard) {
-      const std::size_t had = taken.size();
-      release_taken(taken);
+    if (whole) break;
+    release_taken(taken);
+    if (detail::Clock::now() >= deadline) {
       if (!throw_on_timeout) return {};
-      throw LockTimeoutError("lock_all: " + detail::lock_label(key) + " (key " + std::to_string(had + 1) + " of " +
-                             std::to_string(keys.size()) + ", sorted) was " +
-                             (wait.count() == 0 ? std::string("busy; tried once, without waiting")
-                                                : "still busy when the set's wait of " + std::to_string(wait.count()) +
-                                                      " ms ran out") +
-                             "; the " + std::to_string(had) +
-                             " key(s) taken before it were released, so none of the set is held; try again later "
-                             "or pass a longer wait");
+      throw LockTimeoutError("lock_all: a key of the set was lost while the rest were waited for, and the set's "
+                             "wait of " + std::to_string(wait.count()) + " ms ran out before it was taken whole "
+                             "again; none of the set is held. Give fixed leases that outlast the wait, or wait "
+                             "longer");
     }
-    taken.push_back(std::move(guard));
   }
   return MultiLockGuard(std::move(taken));
 }

@@ -171,7 +171,7 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
       return grant(request.key, record, id, table_key, token_of_grant(reply), lease, renewed, sent, called, 0,
                    release);
     } else if (reply.is_error()) {
-      if (ticket || wait_left.count() > 0) leave_shared_line(queue, alive, member);
+      if (ticket || wait_left.count() > 0) leave_shared_line(queue, alive, member, channel);
       throw_shared_reply_error(label, names.base, reply);
     } else if (reply.type == RedisReply::Type::Integer) {
       last_nap_ms = -1 - reply.integer;
@@ -189,7 +189,7 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
     ticket.wait(std::max(Millis(0), nap));
   }
   const bool tried_once = deadline == called;
-  if (!tried_once) leave_shared_line(queue, alive, member);
+  if (!tried_once) leave_shared_line(queue, alive, member, channel);
   (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
   const std::string what = permits ? std::to_string(request.permits) + " permit(s) of " + label : label;
@@ -206,15 +206,18 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
                          "; wait longer (LockOptions::wait or lock.wait_ms)");
 }
 
-void ServiceCore::leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member) {
+void ServiceCore::leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member,
+                                    const std::string& channel) {
   // Best effort: a waiter left in line costs the others one turn window at most.
   try {
     const std::array<std::string_view, 2> keys{queue, alive};
-    const std::array<std::string_view, 1> args{member};
+    const std::array<std::string_view, 2> args{member, channel};
     scripts_.run(leave_shared_line_script(), keys, args);
   } catch (const Error& e) {
     logger_->debug("could not leave the line '{}': {}", printable(queue), e.what());
   }
+  // The local waiters behind it wake now rather than after the notice's round trip.
+  waiters_.notify(channel, "");
 }
 
 void ServiceCore::throw_shared_reply_error(const std::string& label, const std::string& base,

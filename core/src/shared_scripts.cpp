@@ -174,7 +174,12 @@ const Script& leave_shared_line_script() {
   static const Script script{"leave_shared_line", R"lua(
 redis.pcall('ZREM', KEYS[1], ARGV[1])
 redis.pcall('ZREM', KEYS[2], ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('DEL', KEYS[2]) end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+else
+  -- Whoever waited behind the one leaving may go now: a reader behind a writer, a small request behind a large one.
+  redis.call('PUBLISH', ARGV[2], '')
+end
 return 1
 )lua"};
   return script;

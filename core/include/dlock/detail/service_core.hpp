@@ -103,7 +103,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void release_own(const std::shared_ptr<HeldLock>& lock);
   RedisReply run_own_release(const HeldLock& lock);
   RedisReply run_own_release_of(const HeldLock& lock, const OwnRelease& own);
-  void leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member);
+  void leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member,
+                         const std::string& channel);
   [[noreturn]] void throw_shared_reply_error(const std::string& label, const std::string& base,
                                              const RedisReply& reply) const;
   // The lock, handed to this waiter inside a release by another thread of this process.

@@ -40,7 +40,8 @@ const Script& semaphore_acquire_script();
 const Script& read_write_acquire_script();
 // KEYS: record, queue[, set of holders]. ARGV: id, channel. → 1 released | 0 not this acquisition's.
 const Script& record_release_script();
-// KEYS: queue, alive. ARGV: the waiter's member. → 1. Leaves a line after a wait ran out.
+// KEYS: queue, alive. ARGV: the waiter's member, channel. → 1. Leaves a line after a wait ran out, and tells
+// those still in it (they may have waited only behind the one leaving).
 const Script& leave_shared_line_script();
 // KEYS: count, queue. ARGV: permits, channel. → 1. Sets a semaphore's count, waking its waiters.
 const Script& set_permits_script();
