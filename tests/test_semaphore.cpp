@@ -193,3 +193,25 @@ TEST_CASE("WITH_DISTRIBUTED_PERMIT takes a handle or a name", "[semaphore][macro
   CHECK_THROWS_WITH([&] { WITH_DISTRIBUTED_PERMIT("unknown") { ++ran; } }(), Catch::Contains("no permit count"));
   CHECK(ran == 2);
 }
+
+TEST_CASE("a grant whose reply was lost is adopted only by a retry asking the same permits", "[semaphore][identity]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.redis.command_timeout = 200ms;
+    c.logging.level = "off";
+  });
+  auto sem = service->semaphore("orphan", 4);
+  sem.acquire().unlock();  // the count and the scripts are in Redis before it freezes
+  CHECK(sem.available() == 4);
+  redis.freeze();
+  // Sent, never answered in time: this thread remembers the acquisition for its next try.
+  CHECK_THROWS_AS(sem.acquire(1, {.wait = 500ms}), dlock::ConnectionError);
+  redis.thaw();
+  // Redis ran the call it had read once thawed: one permit is held for that acquisition.
+  REQUIRE(dlock::test::eventually([&] { return sem.available() == 3; }, 3000ms));
+  auto three = sem.acquire(3, {.wait = 2s});  // the same thread, another count: not the orphan's grant
+  REQUIRE(three);
+  CHECK(sem.available() == 1);
+  three.unlock();
+  CHECK(sem.available() == 4);
+}

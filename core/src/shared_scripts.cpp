@@ -41,10 +41,16 @@ local record = holders .. ':' .. id
 local bad = wrong_type(count, 'string') or wrong_type(holders, 'set') or shared_line_types_bad(queue, alive)
   or wrong_type(record, 'hash')
 if bad then return redis.error_reply(bad) end
--- A retried call whose grant was never heard of: the grant is adopted.
-if redis.call('HEXISTS', record, id) == 1 then
-  redis.call('PEXPIRE', record, lease)
-  return 0
+-- A retried call whose grant was never heard of: the grant is adopted if it
+-- holds what is asked now; else it is given back and this call asks afresh.
+local orphan = redis.call('HGET', record, id)
+if orphan then
+  if tonumber(orphan) == asked then
+    redis.call('PEXPIRE', record, lease)
+    return 0
+  end
+  redis.call('DEL', record)
+  redis.call('SREM', holders, id)
 end
 local permits = redis.call('GET', count)
 local new = not permits
