@@ -87,11 +87,11 @@ TEST_CASE("a large request at the head of the line is not passed by smaller ones
   REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{wide}:semaphore:queue"}) == "1"; }));
   // Three permits are free, but the large request waits ahead: a small one neither tries past it nor waits past it.
   CHECK_FALSE(sem.try_acquire(1));
-  std::atomic<bool> small_got{false};
+  std::atomic<bool> small_got{false}, small_after_large{false};
   std::thread small([&] {
     auto permit = sem.acquire(1, {.wait = 10s});
+    small_after_large = large_got.load();  // checked on the main thread: Catch2 is not thread-safe
     small_got = true;
-    CHECK(large_got.load());  // served after the large request
   });
   std::this_thread::sleep_for(300ms);
   CHECK_FALSE(small_got.load());
@@ -100,6 +100,7 @@ TEST_CASE("a large request at the head of the line is not passed by smaller ones
   small.join();
   CHECK(large_got.load());
   CHECK(small_got.load());
+  CHECK(small_after_large.load());  // served after the large request
 }
 
 TEST_CASE("set_permits changes the count at run time without losing holders", "[semaphore]") {

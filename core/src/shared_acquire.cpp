@@ -254,15 +254,34 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
   const std::vector<std::string_view> keys(own.keys.begin(), own.keys.end());
   const std::array<std::string_view, 2> args{lock->owner, own.channel};
   RedisReply reply;
-  try {
-    reply = retry_release(*lock, scripts_.run(*own.script, keys, args), *own.script, keys, args);
-    throw_if_transient(lock->key, reply, "release");
-  } catch (const ConnectionError& e) {
-    throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
-                          " may not be released: if the release did not run, its hold expires by itself within its "
-                          "lease (" + std::to_string(lock->lease_ms.load()) + " ms)");
+  // A connection lost under the release is tried again (the release is owner-checked by id, so running it
+  // twice frees nothing else) while the hold is valid, for at most a second: not retried, the permits or the
+  // read-write hold would stay taken for a whole lease, and every waiter with them, since nobody renews it.
+  const Clock::time_point give_up = std::min(lock->valid_until_time(), Clock::now() + Millis(1000));
+  Millis pause{10};
+  bool maybe_ran = false;  // an earlier try may have run, its reply lost with the connection
+  for (;;) {
+    try {
+      reply = retry_release(*lock, scripts_.run(*own.script, keys, args), *own.script, keys, args);
+      throw_if_transient(lock->key, reply, "release");
+      break;
+    } catch (const ConnectionError& e) {
+      maybe_ran = true;
+      if (Clock::now() + pause < give_up) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, kOutageRetry);
+        continue;
+      }
+      throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
+                            " may not be released: if the release did not run, its hold expires by itself within its "
+                            "lease (" + std::to_string(lock->lease_ms.load()) + " ms)");
+    }
   }
-  if (reply.type == RedisReply::Type::Integer && reply.integer == 0) {
+  if (reply.type == RedisReply::Type::Integer && reply.integer == 0 && maybe_ran) {
+    // Gone after a try whose reply was lost: that try most likely freed it (the hold was valid when the
+    // release began). Counted as released; a loss at that very moment would go unreported here.
+    logger_->debug("{}: released by a try whose reply was lost; the retry found nothing left", lock->label());
+  } else if (reply.type == RedisReply::Type::Integer && reply.integer == 0) {
     handle_lost(lock, "release found it was no longer this holder's");
     throw LockLostError(lock->label() +
                         " was no longer this holder's when released (its lease ran out or it was deleted); the "

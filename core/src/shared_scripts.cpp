@@ -51,6 +51,7 @@ if orphan then
   end
   redis.call('DEL', record)
   redis.call('SREM', holders, id)
+  if redis.call('EXISTS', queue) == 1 then redis.call('PUBLISH', count .. ':released', '') end
 end
 local permits = redis.call('GET', count)
 local new = not permits
@@ -205,14 +206,17 @@ return 1
 const Script& permits_in_use_script() {
   static const Script script{"permits_in_use", R"lua(
 local permits = redis.pcall('GET', KEYS[1])
-if type(permits) == 'table' then return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[1] .. ' is not a permit count') end
+local count = permits and tonumber(permits)
+if type(permits) == 'table' or (permits and (not count or count < 0 or count ~= math.floor(count))) then
+  return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[1] .. ' is not a permit count')
+end
 local used, ids = 0, redis.pcall('SMEMBERS', KEYS[2])
 if ids.err then return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[2] .. ' is not a set of holders') end
 for _, other in ipairs(ids) do
   local held = redis.pcall('HGET', KEYS[2] .. ':' .. other, other)
   if type(held) == 'string' then used = used + (tonumber(held) or 0) end
 end
-return {tonumber(permits) or -1, used}
+return {count or -1, used}
 )lua"};
   return script;
 }
