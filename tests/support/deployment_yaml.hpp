@@ -66,6 +66,13 @@ inline void check_examples_and_cli(const std::string& config_path, const std::st
   CHECK(printed_number(sale.output, "final_stock") == 0);
   CHECK(printed_number(sale.output, "sold") == 30);
   CHECK(printed_number(sale.output, "oversold") == 0);
+  // Orders of several SKUs under one multi-lock, whose keys fall on different nodes of a cluster.
+  const CommandResult multi = run_shell(std::string(FLASH_SALE_BIN) + " --config " + config_path + " --sku " + sku +
+                                        "-M --multi-sku --stock 10 --buyers 30 --threads 4 --processes 2 --reset");
+  INFO(multi.output);
+  CHECK(multi.status == 0);
+  CHECK(printed_number(multi.output, "torn") == 0);
+  CHECK(printed_number(multi.output, "oversold") == 0);
 
   const std::string dlock = std::string(DLOCK_CLI_BIN) + " ";
   const std::string key = "cli-job:" + sku;
