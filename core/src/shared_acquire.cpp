@@ -254,11 +254,13 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
   const std::vector<std::string_view> keys(own.keys.begin(), own.keys.end());
   const std::array<std::string_view, 2> args{lock->owner, own.channel};
   RedisReply reply;
-  // A connection lost under the release is tried again (the release is owner-checked by id, so running it
-  // twice frees nothing else) while the hold is valid, for at most a second: not retried, the permits or the
-  // read-write hold would stay taken for a whole lease, and every waiter with them, since nobody renews it.
-  const Clock::time_point give_up = std::min(lock->valid_until_time(), Clock::now() + Millis(1000));
+  // A connection lost under the release is tried again, on a fresh connection, a few times while the hold
+  // is valid (the release is owner-checked by id, so running it twice frees nothing else): not retried, the
+  // permits or the read-write hold would stay taken for a whole lease, and every waiter with them, since
+  // nobody renews it. Only a few times: with Redis down, each guard's destructor would wait out the retries.
+  const Clock::time_point valid_until = lock->valid_until_time();
   Millis pause{10};
+  int retries_left = 3;
   bool maybe_ran = false;  // an earlier try may have run, its reply lost with the connection
   for (;;) {
     try {
@@ -267,9 +269,9 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
       break;
     } catch (const ConnectionError& e) {
       maybe_ran = true;
-      if (Clock::now() + pause < give_up) {
+      if (retries_left-- > 0 && Clock::now() + pause < valid_until) {
         std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, kOutageRetry);
+        pause *= 2;
         continue;
       }
       throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
