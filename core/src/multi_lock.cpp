@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dlock/detail/key_label.hpp"
@@ -43,6 +44,7 @@ MultiLockGuard RedisLockService::acquire_all(std::vector<std::string> keys, Lock
   const detail::Clock::time_point deadline = detail::Clock::now() + wait;
   std::vector<LockGuard> taken;
   taken.reserve(keys.size());
+  Millis restart_pause{10};
   for (;;) {
     bool whole = true;
     for (const std::string& key : keys) {
@@ -79,6 +81,10 @@ MultiLockGuard RedisLockService::acquire_all(std::vector<std::string> keys, Lock
     }
     if (whole) break;
     release_taken(taken);
+    // A pause before taking the set again, growing, so a lease too short to outlast the set's taking
+    // (each key lost as soon as it is had) does not make this a busy loop against Redis until the wait ends.
+    std::this_thread::sleep_for(std::min(restart_pause, std::chrono::ceil<Millis>(deadline - detail::Clock::now())));
+    restart_pause = std::min(restart_pause * 2, Millis(200));
     if (detail::Clock::now() >= deadline) {
       if (!throw_on_timeout) return {};
       throw LockTimeoutError("lock_all: a key of the set was lost while the rest were waited for, and the set's "
