@@ -134,7 +134,8 @@ TEST_CASE("a semaphore refuses bad input with errors that say what to do", "[sem
   dlock::test::RedisServer redis;
   auto service = dlock::test::make_service(redis);
   CHECK_THROWS_AS(service->semaphore("", 3), dlock::InvalidArgument);
-  CHECK_THROWS_WITH(service->semaphore("s", 0), Catch::Contains("at least 1"));
+  CHECK_THROWS_WITH(service->semaphore("s", 0), Catch::Contains("give it 1 to 999999999999999"));
+  CHECK_THROWS_AS(service->semaphore("s", 1'000'000'000'000'000), dlock::InvalidArgument);
   auto sem = service->semaphore("s", 3);
   CHECK_THROWS_WITH(sem.acquire(0), Catch::Contains("at least 1"));
   CHECK_THROWS_WITH(sem.acquire(4), Catch::Contains("more permits asked than it has (3)"));

@@ -813,9 +813,10 @@ LockGuard RedisLockService::try_write_lock(std::string_view key, LockOptions opt
 
 Semaphore RedisLockService::semaphore(std::string_view name, long long permits) {
   core_->validate(name, {});
-  if (permits < 1) {
+  if (permits < 1 || permits > detail::kMaxPermits) {
     throw InvalidArgument(detail::labelled("semaphore", name) + ": created with " + std::to_string(permits) +
-                          " permits; give it at least 1 (set_permits may lower it to 0 later)");
+                          " permits; give it 1 to " + std::to_string(detail::kMaxPermits) +
+                          " (set_permits may lower it to 0 later)");
   }
   return Semaphore(core_, std::string(name), permits);
 }

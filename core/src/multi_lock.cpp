@@ -58,7 +58,9 @@ MultiLockGuard RedisLockService::acquire_all(std::vector<std::string> keys, Lock
         release_taken(taken);
         throw;
       }
-      if (!guard) {
+      // An empty guard is a wait that ran out; a guard that is false but names its key was granted and
+      // lost at once (its grant came back already expired): that key is taken again below, with the rest.
+      if (!guard && guard.key().empty()) {
         const std::size_t had = taken.size();
         release_taken(taken);
         if (!throw_on_timeout) return {};

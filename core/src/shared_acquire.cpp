@@ -268,7 +268,7 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
       throw_if_transient(lock->key, reply, "release");
       break;
     } catch (const ConnectionError& e) {
-      maybe_ran = true;
+      maybe_ran = maybe_ran || e.may_have_run();
       if (retries_left-- > 0 && Clock::now() + pause < valid_until) {
         std::this_thread::sleep_for(pause);
         pause *= 2;
@@ -303,8 +303,9 @@ void ServiceCore::set_permits(std::string_view name, long long permits) {
   const std::string label = labelled("semaphore", name);
   validate(name, {});
   if (scripts_.quorum()) throw InvalidArgument(label + ": semaphores are not offered over a Redlock");
-  if (permits < 0) {
-    throw InvalidArgument(label + ": permit count " + std::to_string(permits) + " is negative; pass 0 or more");
+  if (permits < 0 || permits > kMaxPermits) {
+    throw InvalidArgument(label + ": permit count " + std::to_string(permits) + " is out of range; pass 0 to " +
+                          std::to_string(kMaxPermits));
   }
   const SharedNames names(config_.key_prefix, name, SharedKind::permits);
   const std::string queue = names.name(":queue"), channel = names.name(":released"), count = std::to_string(permits);

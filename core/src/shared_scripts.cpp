@@ -59,10 +59,11 @@ if new then
   if if_new == '0' then return redis.error_reply('DLOCK_NO_PERMITS no permit count set') end
   permits = if_new
 end
-permits = tonumber(permits)
-if not permits or permits < 0 or permits ~= math.floor(permits) then
+-- Digits only, and few enough to be exact ("inf", "1e3", "-2" and the like are no count).
+if not string.match(permits, '^%d+$') or #permits > 15 then
   return redis.error_reply('DLOCK_WRONGTYPE ' .. count .. ' is not a permit count')
 end
+permits = tonumber(permits)
 if asked > permits then return redis.error_reply('DLOCK_TOO_MANY ' .. permits) end
 if new then redis.call('SET', count, permits) end
 local channel = count .. ':released'
@@ -206,10 +207,10 @@ return 1
 const Script& permits_in_use_script() {
   static const Script script{"permits_in_use", R"lua(
 local permits = redis.pcall('GET', KEYS[1])
-local count = permits and tonumber(permits)
-if type(permits) == 'table' or (permits and (not count or count < 0 or count ~= math.floor(count))) then
+if type(permits) == 'table' or (permits and (not string.match(permits, '^%d+$') or #permits > 15)) then
   return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[1] .. ' is not a permit count')
 end
+local count = permits and tonumber(permits)
 local used, ids = 0, redis.pcall('SMEMBERS', KEYS[2])
 if ids.err then return redis.error_reply('DLOCK_WRONGTYPE ' .. KEYS[2] .. ' is not a set of holders') end
 for _, other in ipairs(ids) do

@@ -65,8 +65,11 @@ RedisConnection::RedisConnection(const RedisConfig& config)
                               answer.str + "); check redis.database");
       }
     }
+  } catch (const ConnectionError& e) {
+    // A half-made connection says no goodbye; nothing of the caller's command was sent on it.
+    if (transport_) transport_->abandon();
+    throw ConnectionError(e.what(), false);
   } catch (...) {
-    // A half-made connection says no goodbye.
     if (transport_) transport_->abandon();
     throw;
   }

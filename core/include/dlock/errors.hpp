@@ -23,6 +23,14 @@ class ConfigError : public Error {
 class ConnectionError : public Error {
  public:
   using Error::Error;
+  ConnectionError(const std::string& what, bool may_have_run) : Error(what), may_have_run_(may_have_run) {}
+  // Whether the call that failed may have reached Redis and run there: false
+  // only when it failed before any of it was sent (connecting, the TLS
+  // handshake, AUTH, SELECT); true when unknown.
+  bool may_have_run() const { return may_have_run_; }
+
+ private:
+  bool may_have_run_ = true;
 };
 
 // lock() did not get the lock within its wait.

@@ -7,6 +7,9 @@ namespace dlock::detail {
 
 enum class SharedKind { read, write, permits };
 
+// The most permits a semaphore may have: 15 digits, exact in the scripts' Lua numbers.
+inline constexpr long long kMaxPermits = 999'999'999'999'999;
+
 struct SharedRequest {
   SharedKind kind;
   std::string_view key;       // the read-write lock's key, or the semaphore's name
