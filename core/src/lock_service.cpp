@@ -23,8 +23,6 @@ namespace {
 // A lock whose hash has no expiry (PERSISTed by hand) gives no PTTL to sleep
 // on: retry on this period instead.
 constexpr Millis kNoLeaseRetry{100};
-// While Redis is unreachable, a waiting lock() tries again on this period.
-constexpr Millis kOutageRetry{100};
 // A releasing thread may grant the lock straight to a waiter of its own
 // process, saving that waiter a round trip. In line order that is always
 // fair; ahead of older waiters of other processes it is allowed only while

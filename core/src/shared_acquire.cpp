@@ -21,9 +21,6 @@ namespace dlock::detail {
 
 namespace {
 
-// While Redis is unreachable, a waiter tries again on this period (as a lock's does).
-constexpr Millis kOutageRetry{100};
-
 std::string_view noun_of(SharedKind kind) {
   switch (kind) {
     case SharedKind::read: return "read lock";

@@ -29,6 +29,10 @@
 
 namespace dlock::detail {
 
+// While Redis is unreachable, a waiter (of a lock, a read-write lock or a
+// semaphore) tries again on this period.
+inline constexpr Millis kOutageRetry{100};
+
 class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
  public:
   ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config, std::shared_ptr<spdlog::logger> logger);
