@@ -7,8 +7,10 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "cli_harness.hpp"
+#include "fault_tools.hpp"
 #include "readme_acl.hpp"
 #include "services.hpp"
 
@@ -68,6 +70,37 @@ TEST_CASE("a lock name holding another type makes run, status and unlock exit 76
   CHECK(unlock.status == 76);
   CHECK_THAT(unlock.err, Catch::Contains("WRONGTYPE"));
   CHECK(redis.run({"GET", "dlock:{cli:typed}"}) == "someone else's string");
+}
+
+TEST_CASE("a Redis that says 'not now' (BUSY) makes status, list and unlock exit 69, and status never says free",
+          "[cli][transient]") {
+  RedisServer redis({"--busy-reply-threshold", "100"});
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  auto holder = make_service(redis);
+  auto guard = holder->lock("cli:busy");
+  std::thread script = run_long_script(redis, 3);
+
+  const auto status = dlock_cli(dir, {"status", "cli:busy", "--config", config});
+  const auto list = dlock_cli(dir, {"list", "--config", config});
+  const auto unlock = dlock_cli(dir, {"unlock", "--force", "cli:busy", "--config", config});
+  script.join();
+  INFO(status.out << status.err);
+  CHECK(status.status == 69);
+  CHECK_THAT(status.out + status.err, Catch::Contains("BUSY") && Catch::Contains("try again"));
+  CHECK_THAT(status.out, !Catch::Contains("free"));
+  INFO(list.err);
+  CHECK(list.status == 69);
+  CHECK_THAT(list.err, Catch::Contains("BUSY") && Catch::Contains("try again"));
+  INFO(unlock.err);
+  CHECK(unlock.status == 69);
+  CHECK_THAT(unlock.err, Catch::Contains("BUSY"));
+
+  // Once the script ended, the same reads answer, and the forced unlock changed nothing.
+  const auto after = dlock_cli(dir, {"status", "cli:busy", "--config", config});
+  CHECK(after.status == 0);
+  CHECK_THAT(after.out, Catch::Contains("held by"));
+  CHECK(static_cast<bool>(guard));
 }
 
 TEST_CASE("a read-only replica is reported as such, with exit 76", "[cli]") {

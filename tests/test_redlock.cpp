@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <regex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -331,6 +332,38 @@ TEST_CASE("a Redlock service refuses a lease longer than a restarted node sits o
   } catch (const dlock::InvalidArgument& e) {
     CHECK_THAT(e.what(), Contains("redis.redlock.restarted_node_delay_ms"));
   }
+}
+
+TEST_CASE("dlock status shows a Redlock lock held by a majority as held, and a split as unknown", "[redlock][cli]") {
+  RedlockNodes nodes;
+  auto service = dlock::make_lock_service(nodes.config());
+  const dlock::test::TempDir files;
+  const std::string yaml = files.write("redlock.yaml", dlock::test::deployment_yaml(nodes.config().redis));
+  const std::string status = std::string(DLOCK_CLI_BIN) + " status shown --config " + yaml;
+  auto guard = service->lock("shown", {.lease = 60s});
+  // Two nodes missed the grant (they answer alike: free), and the three that
+  // have it were granted at different moments (their PTTLs differ).
+  for (std::size_t i : {3, 4}) REQUIRE(nodes[i].run({"DEL", "dlock:{shown}"}) == "1");
+  for (std::size_t i : {0, 1, 2}) {
+    REQUIRE(nodes[i].run({"PEXPIRE", "dlock:{shown}", std::to_string(50000 + 1000 * i)}) == "1");
+  }
+  const dlock::test::CommandResult held = dlock::test::run_shell(status);
+  INFO(held.output);
+  CHECK(held.status == 0);
+  CHECK_THAT(held.output, Contains("held by"));
+  std::smatch lease;
+  REQUIRE(std::regex_search(held.output, lease, std::regex("lease ([0-9]+)ms left")));
+  CHECK(std::stoll(lease[1]) <= 50000);  // the smallest of the majority's
+
+  // 2 held, 2 free, 1 stopped: no majority agrees, and dlock says so rather than guessing.
+  REQUIRE(nodes[2].run({"DEL", "dlock:{shown}"}) == "1");
+  REQUIRE(nodes[0].run({"DEL", "dlock:{shown}"}) == "1");
+  REQUIRE(nodes[3].run({"HSET", "dlock:{shown}", "someone", "1"}) == "1");
+  nodes[4].kill();
+  const dlock::test::CommandResult split = dlock::test::run_shell(status);
+  INFO(split.output);
+  CHECK(split.status == 69);
+  CHECK_THAT(split.output, Contains("no majority") && !Contains("free") && !Contains("held by"));
 }
 
 #ifdef FLASH_SALE_BIN  // the examples are built

@@ -13,18 +13,7 @@
 
 using namespace std::chrono_literals;
 
-namespace {
-
-std::thread run_long_script(const dlock::test::RedisServer& redis, int seconds) {
-  const std::string busy_loop = "local s = tonumber(redis.call('TIME')[1]) "
-                                "while tonumber(redis.call('TIME')[1]) < s + " + std::to_string(seconds) + " do end "
-                                "return 1";
-  std::thread script([&redis, busy_loop] { dlock::test::run_back_to_back(redis, {{"EVAL", busy_loop, "0"}}, 20000ms); });
-  std::this_thread::sleep_for(300ms);  // past the busy-reply threshold
-  return script;
-}
-
-}  // namespace
+using dlock::test::run_long_script;
 
 TEST_CASE("review: a waiter offered the lock by a release that waits out BUSY returns within its wait",
           "[transient]") {

@@ -3,6 +3,7 @@
 // wait, as it waits out an outage, and names the state if the wait ends in it.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <thread>
 
 #include "fault_tools.hpp"
@@ -10,19 +11,7 @@
 
 using namespace std::chrono_literals;
 
-namespace {
-
-// A script that keeps the server busy for about `seconds` (others get BUSY after the threshold).
-std::thread run_long_script(const dlock::test::RedisServer& redis, int seconds) {
-  const std::string busy_loop = "local s = tonumber(redis.call('TIME')[1]) "
-                                "while tonumber(redis.call('TIME')[1]) < s + " + std::to_string(seconds) + " do end "
-                                "return 1";
-  std::thread script([&redis, busy_loop] { dlock::test::run_back_to_back(redis, {{"EVAL", busy_loop, "0"}}, 10000ms); });
-  std::this_thread::sleep_for(300ms);  // past the busy-reply threshold
-  return script;
-}
-
-}  // namespace
+using dlock::test::run_long_script;
 
 TEST_CASE("lock() waits out a Redis busy with a long script within its wait", "[fault][transient]") {
   dlock::test::RedisServer redis({"--busy-reply-threshold", "100"});
@@ -56,4 +45,40 @@ TEST_CASE("lock() waits out a restarted Redis loading its dataset within its wai
   auto guard = service->lock("loading", {.wait = 15s});
   CHECK(guard);
   CHECK(redis.run({"EXISTS", "dlock:{loading}"}) == "1");
+}
+
+TEST_CASE("a thread re-entering while a guard it gave away is released through BUSY waits no longer than its wait",
+          "[fault][transient][reentry]") {
+  dlock::test::RedisServer redis({"--busy-reply-threshold", "100"});
+  auto service = dlock::test::make_service(redis);
+  auto outer = service->lock("given");
+  auto inner = service->lock("given");  // re-entered: this guard goes to another thread
+  std::thread script = run_long_script(redis, 3);
+  // The other thread's release repeats through BUSY (the hold is valid) and owns the hold's round trips meanwhile.
+  std::atomic<bool> released{false};
+  std::thread releaser([moved = std::move(inner), &released]() mutable {
+    try {
+      moved.unlock();
+      released = true;
+    } catch (const dlock::Error&) {
+      // Checked below, on the test's thread.
+    }
+  });
+  std::this_thread::sleep_for(500ms);
+
+  // Not granted after the script: refused when this caller's wait ends, saying why.
+  CHECK_THROWS_AS(service->lock("given", {.wait = 300ms}), dlock::LockTimeoutError);
+  CHECK_THROWS_WITH(service->lock("given", {.wait = 300ms}), Catch::Contains("another thread"));
+  CHECK_FALSE(service->try_lock("given"));
+  releaser.join();
+  script.join();
+  CHECK(released);
+
+  // Once the release went through, re-entry works again, and the outer hold was kept all along.
+  auto again = service->lock("given", {.wait = 2s});
+  CHECK(again);
+  CHECK(outer);
+  again.unlock();
+  outer.unlock();
+  CHECK(redis.run({"EXISTS", "dlock:{given}"}) == "0");
 }

@@ -247,7 +247,9 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
   const std::string thread_owner = owner_token();
   const std::string held = held_key(thread_owner, key);
   if (std::shared_ptr<HeldLock> mine = find_live(held)) {
-    if (LockGuard guard = reenter(mine, lease, renewed, called, deadline)) return guard;
+    if (std::optional<LockGuard> guard = reenter(mine, lease, renewed, called, deadline, throw_on_timeout)) {
+      return std::move(*guard);
+    }
   }
   return acquire_first(key, held, thread_owner, lease, renewed, called, deadline, throw_on_timeout);
 }
@@ -259,13 +261,24 @@ std::shared_ptr<HeldLock> ServiceCore::find_live(const std::string& held) const 
   return it->second;
 }
 
-LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed,
-                               Clock::time_point called, Clock::time_point deadline) {
-  std::unique_lock io(lock->io);
+std::optional<LockGuard> ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed,
+                                              Clock::time_point called, Clock::time_point deadline,
+                                              bool throw_on_timeout) {
+  // A guard of this hold moved to another thread may be releasing it there,
+  // repeating through an outage or BUSY for up to its validity.
+  std::unique_lock io(lock->io, std::defer_lock);
+  if (!io.try_lock_until(deadline)) {
+    stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+    if (!throw_on_timeout) return LockGuard{};
+    throw LockTimeoutError(lock->label() + ": this thread holds it, but another thread was changing that hold in "
+                           "Redis (releasing a guard moved to it) for the whole wait of " +
+                           std::to_string(std::chrono::duration_cast<Millis>(deadline - called).count()) +
+                           " ms; wait longer (LockOptions::wait or lock.wait_ms) or use try_lock");
+  }
   int holds = 0;
   {
     std::lock_guard guard(mutex_);
-    if (lock->holds == 0 || lock->lost_flag.load()) return {};  // released or lost while this thread waited for io
+    if (lock->holds == 0 || lock->lost_flag.load()) return std::nullopt;  // released or lost while waiting for io
     holds = lock->holds;
   }
   const std::string lease_arg = std::to_string(lease.count());
@@ -295,7 +308,7 @@ LockGuard ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lea
     if (is_integer(reply, 0)) {
       io.unlock();
       handle_lost(lock, "a re-entry found it no longer this owner's (its lease ran out, or it was deleted)");
-      return {};
+      return std::nullopt;
     }
     throw_reply_error(lock->key, names_for(lock->key), reply, "re-enter");
   }

@@ -7,7 +7,7 @@ namespace dlock::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;       // e.g. `unlock --force` found the lock not held
 inline constexpr int kExitUsage = 64;        // EX_USAGE: bad option or argument
-inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: Redis unreachable or refusing the login
+inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: Redis unreachable, refusing the login, or "not now"
 inline constexpr int kExitSoftware = 70;     // EX_SOFTWARE: an error of dlock itself
 inline constexpr int kExitOsError = 71;      // EX_OSERR: the system refused (fork, waitid, pipe)
 // EX_PROTOCOL: Redis answered with an error (a name holding another type, a

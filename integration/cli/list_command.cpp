@@ -37,7 +37,8 @@ const char* const kListUsage =
     "                  there is no value\n"
     "  -h, --help      show this help\n"
     "Exit status: 0 listed (also when nothing is held), 76 Redis refused (a missing ACL right such as\n"
-    "+scan or +zcard), 69 Redis unreachable, 78 bad config, 64 bad usage.\n";
+    "+scan or +zcard), 69 Redis unreachable or not serving for now (LOADING, BUSY, MASTERDOWN,\n"
+    "TRYAGAIN, CLUSTERDOWN: try again), 78 bad config, 64 bad usage.\n";
 
 namespace {
 

@@ -45,8 +45,8 @@ const char* const kUsage =
     "Every command takes --config FILE (default: $DLOCK_CONFIG, else built-in defaults:\n"
     "Redis at 127.0.0.1:6379, prefix dlock:, overridden by DLOCK_REDIS_HOST/PORT/PASSWORD),\n"
     "and --section NAME to read only dlock's section of a service's own config file.\n"
-    "Exit status 64 bad usage, 69 Redis unreachable, 76 Redis refused (a name holding another type,\n"
-    "a missing ACL right, a read-only replica), 78 bad config, 70 internal error, 71 system error;\n"
+    "Exit status 64 bad usage, 69 Redis unreachable or not serving for now, 76 Redis refused (a name\n"
+    "holding another type, a missing ACL right, a read-only replica), 78 bad config, 70 internal error, 71 system error;\n"
     "see each command's help.\n";
 
 struct Subcommand {

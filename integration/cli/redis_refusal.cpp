@@ -1,5 +1,6 @@
 #include "redis_refusal.hpp"
 
+#include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/factory.hpp"
 
@@ -11,7 +12,13 @@ bool contains(const std::string& text, const char* part) { return text.find(part
 
 }  // namespace
 
+bool refused_for_now(const std::string& answer) { return !detail::transient_state(answer).empty(); }
+
 std::string refusal_advice(const std::string& message) {
+  // "Not now" rather than "no": the same command succeeds once the state passes.
+  if (refused_for_now(message)) {
+    return std::string(detail::kTransientStateAdvice);
+  }
   // A replica, or a master demoted during a failover, refuses every write.
   if (contains(message, "READONLY")) {
     return "that Redis is a read-only replica (READONLY), not the master; point redis.host/redis.port "
@@ -35,6 +42,7 @@ std::string describe_refusal(const std::string& endpoint, const std::string& wha
 }
 
 void throw_refusal(const std::string& endpoint, const std::string& what, const std::string& answer) {
+  if (refused_for_now(answer)) throw ConnectionError(describe_refusal(endpoint, what, answer));  // exit 69
   throw RedisError(describe_refusal(endpoint, what, answer));
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Error replies from Redis, told to an operator: what Redis said and what to
-// do about it. They all end the command with exit status 76 (EX_PROTOCOL:
-// the server refused the exchange), never with 1, which means "COMMAND
-// exited 1" for `run` and "not held" for `unlock`.
+// do about it. They end the command with exit status 76 (EX_PROTOCOL: the
+// server refused the exchange), or 69 (EX_UNAVAILABLE) when Redis said "not
+// now", never with 1, which means "COMMAND exited 1" for `run` and "not
+// held" for `unlock`.
 
 #include <string>
 
@@ -10,12 +11,18 @@
 
 namespace dlock::cli {
 
+// Whether `answer` says "not now" (LOADING, BUSY, MASTERDOWN, TRYAGAIN,
+// CLUSTERDOWN) rather than "no": the command ends with exit status 69
+// (unavailable, try again) instead of 76.
+bool refused_for_now(const std::string& answer);
+
 // One line: `what` failed at `endpoint`, Redis' answer, and the advice its
 // kind calls for (a read-only replica, a missing ACL right, a name holding
 // data of another type).
 std::string describe_refusal(const std::string& endpoint, const std::string& what, const std::string& answer);
 
-// Throws RedisError with describe_refusal's message.
+// Throws RedisError with describe_refusal's message (ConnectionError if the
+// answer is a "not now").
 [[noreturn]] void throw_refusal(const std::string& endpoint, const std::string& what, const std::string& answer);
 
 // The advice for an error message that came from the library (a RedisError

@@ -80,6 +80,7 @@ SharedStatus read_shared_status(CliScript& script, HolderDirectory& holders, con
   auto refused = [&](const std::string& what, const RedisReply& r) {
     status.error = describe_refusal(endpoint, "cannot read " + what,
                                     r.is_error() ? r.str : std::string("an unexpected reply"));
+    status.refused_for_now = r.is_error() && refused_for_now(r.str);
     return status;
   };
   if (reply.is_error() || reply.elements.size() != 5) return refused("the read-write lock and semaphore of " + key, reply);

@@ -25,6 +25,7 @@ struct SharedStatus {
   long long permits_in_use = 0;
   std::vector<RecordHolder> permit_holders;
   std::string error;  // Redis refused the read, or a name holds another type
+  bool refused_for_now = false;  // ... with "not now" (LOADING, TRYAGAIN, ...)
 
   bool has_read_write() const { return writer || !readers.empty(); }
   bool has_semaphore() const { return permits || !permit_holders.empty(); }

@@ -15,6 +15,7 @@
 #include "holders.hpp"
 #include "json.hpp"
 #include "lock_names.hpp"
+#include "quorum_status.hpp"
 #include "redis_refusal.hpp"
 #include "shared_status.hpp"
 
@@ -40,8 +41,8 @@ const char* const kStatusUsage =
     "                  where there is no value\n"
     "  -h, --help      show this help\n"
     "Exit status: 0 every key read, 76 Redis refused a read (a name holding another type, a missing\n"
-    "ACL right; that key is shown as unknown, never as free), 69 Redis unreachable, 78 bad config,\n"
-    "64 bad usage.\n";
+    "ACL right; that key is shown as unknown, never as free), 69 Redis unreachable or not serving for\n"
+    "now (LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try again), 78 bad config, 64 bad usage.\n";
 
 namespace {
 
@@ -52,6 +53,7 @@ struct LockStatus {
   std::optional<long long> lease_ms;       // PTTL while held; none when free or without expiry
   std::optional<long long> fencing_token;  // none if never locked
   std::string error;                       // Redis refused the read: held or free is unknown
+  bool refused_for_now = false;            // ... with "not now" (LOADING, TRYAGAIN, ...)
   SharedStatus shared;                     // the read-write lock and semaphore of the same name
 };
 
@@ -68,16 +70,26 @@ std::optional<long long> to_integer(const std::string& text) {
   return value;
 }
 
-LockStatus read_status(CliScript& script, HolderDirectory& holders, const std::string& endpoint,
+LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const std::string& endpoint,
                        const LockConfig& config, const std::string& key) {
   const LockNames names = lock_names(config, key);
-  const RedisReply reply = script.run({names.lock, names.fence});
+  const std::vector<std::optional<RedisReply>> replies = script.run({names.lock, names.fence});
   LockStatus status;
   status.key = key;
   status.lock_name = names.lock;
+  const std::optional<RedisReply> agreed = script.quorum() ? agreed_status(replies, script.nodes()) : replies.front();
+  if (!agreed) {
+    status.error = "redis " + endpoint + ": no majority of the Redlock's " + std::to_string(script.nodes()) +
+                   " nodes agree on " + names.lock + " now (it is being taken or given back, or nodes are down or "
+                   "refusing); try again";
+    status.refused_for_now = true;
+    return status;
+  }
+  const RedisReply& reply = *agreed;
   if (reply.is_error() || reply.elements.size() != 3) {
     status.error = describe_refusal(endpoint, "cannot read " + names.lock,
                                     reply.is_error() ? reply.str : std::string("an unexpected reply"));
+    status.refused_for_now = reply.is_error() && refused_for_now(reply.str);
     return status;
   }
   const RedisReply& hash = reply.elements[0];
@@ -157,16 +169,20 @@ int status_command(std::span<char* const> args) {
   const Config config = resolve_config(parsed);
   const auto redis_executor = make_executor(config.redis);
   RedisExecutor& redis = *redis_executor;
-  CliScript script(redis, kStatusScript, "read a lock's status");
+  LockReadScript script(redis, kStatusScript, "read a lock's status");
   CliScript shared_script(redis, kSharedStatusScript, "read a read-write lock's and a semaphore's status");
   HolderDirectory holders(redis, config.lock.key_prefix);
 
   std::vector<LockStatus> statuses;
-  bool any_error = false;
+  bool any_refusal = false;  // a "no": exit 76
+  bool any_not_now = false;  // only "not now"s: exit 69, try again
   for (const auto& key : parsed.positionals) {
     statuses.push_back(read_status(script, holders, redis.endpoint(), config.lock, key));
-    statuses.back().shared = read_shared_status(shared_script, holders, redis.endpoint(), config.lock, key);
-    any_error = any_error || !statuses.back().error.empty() || !statuses.back().shared.error.empty();
+    LockStatus& status = statuses.back();
+    status.shared = read_shared_status(shared_script, holders, redis.endpoint(), config.lock, key);
+    any_refusal = any_refusal || (!status.error.empty() && !status.refused_for_now) ||
+                  (!status.shared.error.empty() && !status.shared.refused_for_now);
+    any_not_now = any_not_now || status.refused_for_now || status.shared.refused_for_now;
   }
   if (parsed.has("--json")) {
     std::cout << to_json(statuses, redis.endpoint());
@@ -177,7 +193,7 @@ int status_command(std::span<char* const> args) {
                 << shared_status_text(status.key, status.shared, now_ms);
     }
   }
-  return any_error ? kExitRedisError : kExitOk;
+  return any_refusal ? kExitRedisError : any_not_now ? kExitUnavailable : kExitOk;
 }
 
 }  // namespace dlock::cli

@@ -30,7 +30,8 @@ const char* const kUnlockUsage =
     "                  for a service's own file that holds dlock's settings under it\n"
     "  -h, --help      show this help\n"
     "Exit status: 0 removed, 1 KEY was not held, 76 Redis refused (a name holding another type, a\n"
-    "missing ACL right, a read-only replica), 69 Redis unreachable, 78 bad config, 64 bad usage.\n";
+    "missing ACL right, a read-only replica), 69 Redis unreachable or not serving for now (LOADING,\n"
+    "BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try again), 78 bad config, 64 bad usage.\n";
 
 
 int unlock_command(std::span<char* const> args) {

@@ -56,8 +56,8 @@ std::string_view cluster_state(const RedisReply& reply) {
   return {};
 }
 
-const RedisReply& head(const RedisReply& reply, std::size_t) { return reply; }
-const RedisReply& head(const std::vector<RedisReply>& replies, std::size_t at) { return replies.at(at); }
+RedisReply& head(RedisReply& reply, std::size_t) { return reply; }
+RedisReply& head(std::vector<RedisReply>& replies, std::size_t at) { return replies.at(at); }
 
 bool is_noscript(const RedisReply& reply) { return reply.is_error() && reply.str.starts_with("NOSCRIPT"); }
 
@@ -197,18 +197,24 @@ Result ClusterExecutor::routed(const CommandRoute& route, Clock::time_point dead
       if (urgent && now_serving != nullptr && now_serving != node && Clock::now() < deadline) continue;
       throw;
     }
-    const RedisReply& reply = head(*result, head_at);
+    RedisReply& reply = head(*result, head_at);
     if (const auto redirect = detail::redirect_of(reply, node->address.host)) {
       // MOVEDs are counted: each says the map changed. An ASK says only that
       // the slot is migrating; the importing node may then answer TRYAGAIN,
       // and that cycle lasts as long as the migration: the deadline bounds it.
       const bool moved = redirect->kind == detail::Redirect::Kind::moved;
-      if (moved ? ++redirects > kMaxRedirects : Clock::now() >= deadline) {
+      if (moved && ++redirects > kMaxRedirects) {
         throw ConnectionError("redis " + endpoint() + ": " + slot_text(route) + " was redirected " +
-                              (moved ? std::to_string(kMaxRedirects) + " times"
-                                     : "with ASK for the whole command timeout") +
-                              " (last: " + reply.str +
+                              std::to_string(kMaxRedirects) + " times (last: " + reply.str +
                               "); the cluster's slot map keeps changing: try again once resharding settles");
+      }
+      if (!moved && Clock::now() >= deadline) {
+        // An ASK means the command did not run. Said as TRYAGAIN (not as a
+        // ConnectionError, "may have run"), the caller waits the migration
+        // out within its own wait, as it does the importing node's TRYAGAIN.
+        reply.str = "TRYAGAIN " + slot_text(route) + " is migrating and was still redirected with ASK when the "
+                    "command timeout ran out (last: " + reply.str + ")";
+        return std::move(*result);
       }
       Node& to = topology_->node_at(redirect->to);
       if (moved) {

@@ -9,6 +9,7 @@
 
 #include "connection_failure.hpp"
 #include "dlock/detail/fork_guard.hpp"
+#include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
 #include "resp_command.hpp"
 #include "socket_dial.hpp"
@@ -314,6 +315,10 @@ void check_pong(const RedisReply& pong, const std::string& endpoint, std::string
   if (pong.str.starts_with("NOAUTH")) {
     throw ConnectionError("redis " + endpoint + ": authentication failed (" + pong.str +
                           "); check redis.username and redis.password");
+  }
+  if (!transient_state(pong).empty()) {
+    throw ConnectionError("redis " + endpoint + ": PING answered " + pong.str + "; " +
+                          std::string(kTransientStateAdvice));
   }
   throw ConnectionError("redis " + endpoint + ": PING answered with an error (" + pong.str + "); check that " +
                         std::string(what_to_check));

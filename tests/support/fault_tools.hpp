@@ -155,4 +155,19 @@ inline std::thread sleep_redis(const RedisServer& redis, const std::string& seco
   return sleeper;
 }
 
+// Keeps Redis busy running a script for about `seconds` on a thread of its
+// own, and returns once others get BUSY (start the server with
+// --busy-reply-threshold 100); join() the thread when done.
+inline std::thread run_long_script(const RedisServer& redis, int seconds) {
+  const std::string busy_loop = "local s = tonumber(redis.call('TIME')[1]) "
+                                "while tonumber(redis.call('TIME')[1]) < s + " + std::to_string(seconds) + " do end "
+                                "return 1";
+  std::thread script(
+      [&redis, busy_loop, seconds] {
+        run_back_to_back(redis, {{"EVAL", busy_loop, "0"}}, std::chrono::seconds(seconds + 10));
+      });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past the busy-reply threshold
+  return script;
+}
+
 }  // namespace dlock::test

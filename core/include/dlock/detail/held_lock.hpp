@@ -59,8 +59,9 @@ struct HeldLock {
   // Held across each round trip that changes this acquisition's holds in
   // Redis (re-entry, release), so that Redis' count follows the local one
   // even when a guard moved to another thread releases while its thread
-  // re-enters. Taken before ServiceCore::mutex_, never after it.
-  std::mutex io;
+  // re-enters. Taken before ServiceCore::mutex_, never after it. Timed: a
+  // re-entering thread waits for it only as long as its own wait.
+  std::timed_mutex io;
   int holds = 0;                            // guarded by ServiceCore::mutex_
   bool detached = false;                    // guarded by ServiceCore::mutex_: a hold was detached; the lock stays
                                             // in Redis until its lease ends

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -81,10 +82,13 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
 
   // A live acquisition of this thread's (held_key `held`), for re-entry; null if none.
   std::shared_ptr<HeldLock> find_live(const std::string& held) const;
-  // One more hold on `lock`: its count set in Redis. An empty guard when the
-  // lock turned out lost or released meanwhile: the caller then acquires afresh.
-  LockGuard reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed, Clock::time_point called,
-                    Clock::time_point deadline);
+  // One more hold on `lock`: its count set in Redis. Nothing when the lock
+  // turned out lost or released meanwhile: the caller then acquires afresh.
+  // An empty guard (or LockTimeoutError if `throw_on_timeout`) when another
+  // thread changed the hold in Redis (a moved guard's release) for the whole
+  // wait.
+  std::optional<LockGuard> reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed,
+                                   Clock::time_point called, Clock::time_point deadline, bool throw_on_timeout);
   LockGuard acquire_first(std::string_view key, const std::string& held, const std::string& thread_owner,
                           Millis lease, bool renewed, Clock::time_point called, Clock::time_point deadline,
                           bool throw_on_timeout);

@@ -12,17 +12,25 @@
 
 namespace dlock::detail {
 
-// The state's name if `reply` is such an error, else empty.
-inline std::string_view transient_state(const RedisReply& reply) {
+// What to tell a person who met one of these states.
+inline constexpr std::string_view kTransientStateAdvice =
+    "Redis cannot serve this now (loading its data after a restart, running a long script, a replica cut off "
+    "from its master, or a cluster resharding or failing over); try again shortly";
+
+// The state's name if `error_text` (an error reply's text) is such a state, else empty.
+inline std::string_view transient_state(std::string_view error_text) {
   static constexpr std::array<std::string_view, 5> kStates{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"};
-  if (!reply.is_error()) return {};
   for (std::string_view state : kStates) {
-    if (reply.str.starts_with(state) &&
-        (reply.str.size() == state.size() || reply.str[state.size()] == ' ')) {
+    if (error_text.starts_with(state) && (error_text.size() == state.size() || error_text[state.size()] == ' ')) {
       return state;
     }
   }
   return {};
+}
+
+// The state's name if `reply` is such an error, else empty.
+inline std::string_view transient_state(const RedisReply& reply) {
+  return reply.is_error() ? transient_state(std::string_view(reply.str)) : std::string_view();
 }
 
 }  // namespace dlock::detail
