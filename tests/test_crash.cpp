@@ -3,64 +3,31 @@
 // multi-lock, a read-write lock's reader and writer, a semaphore's permits.
 #include <catch2/catch.hpp>
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <thread>
 
-#include <functional>
-#include <memory>
-
-#include "services.hpp"
+#include "forked_holder.hpp"
 
 using namespace std::chrono_literals;
 
+using dlock::RedisLockService;
+using dlock::test::kill_holder;
+
 namespace {
 
-// Forks a child that takes something with `take` (a service with a 1.5 s
-// lease, renewed while it lives) and holds it until killed; returns its pid
-// once it holds it. Call before this process starts any thread of its own.
-pid_t fork_holder(const dlock::test::RedisServer& redis,
-                  const std::function<std::shared_ptr<void>(dlock::RedisLockService&)>& take) {
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    ::close(ready[0]);
-    try {
-      auto service = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = 1500ms; });
-      auto held = take(*service);
-      char byte = 'L';
-      if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
-      for (;;) ::pause();
-    } catch (...) {
-      ::_exit(1);
-    }
-  }
-  ::close(ready[1]);
-  char byte = 0;
-  REQUIRE(::read(ready[0], &byte, 1) == 1);
-  ::close(ready[0]);
+// A child process holding what `take` returns, renewed (1.5 s lease) until killed.
+template <typename Take>
+pid_t fork_holding(const dlock::test::RedisServer& redis, Take take) {
+  const pid_t child = dlock::test::fork_holder(
+      redis, 1500ms, [take](RedisLockService& s, const dlock::test::ReadySignal&) { return dlock::test::keep(take(s)); });
+  REQUIRE(child > 0);
   return child;
-}
-
-template <typename Guard>
-std::shared_ptr<void> keep(Guard guard) {
-  return std::make_shared<Guard>(std::move(guard));
-}
-
-// Kills `child` and returns when it was killed.
-std::chrono::steady_clock::time_point kill_holder(pid_t child) {
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  return std::chrono::steady_clock::now();
 }
 
 }  // namespace
 
 TEST_CASE("a holder process killed with SIGKILL frees the lock after its lease", "[crash]") {
   dlock::test::RedisServer redis;
-  const pid_t child = fork_holder(redis, [](dlock::RedisLockService& s) { return keep(s.lock("crash")); });
+  const pid_t child = fork_holding(redis, [](RedisLockService& s) { return s.lock("crash"); });
 
   auto service = dlock::test::make_service(redis);
   // Alive, the holder's watchdog keeps the lock well past its 1.5 s lease.
@@ -77,11 +44,10 @@ TEST_CASE("a holder process killed with SIGKILL frees the lock after its lease",
 TEST_CASE("a SIGKILLed holder of a multi-lock, a read or write lock, or permits frees them after the lease",
           "[crash][multi][rwlock][semaphore]") {
   dlock::test::RedisServer redis;
-  const pid_t multi = fork_holder(redis, [](dlock::RedisLockService& s) { return keep(s.lock_all({"c:1", "c:2"})); });
-  const pid_t writer = fork_holder(redis, [](dlock::RedisLockService& s) { return keep(s.write_lock("c:rw")); });
-  const pid_t reader = fork_holder(redis, [](dlock::RedisLockService& s) { return keep(s.read_lock("c:ro")); });
-  const pid_t permits =
-      fork_holder(redis, [](dlock::RedisLockService& s) { return keep(s.semaphore("c:sem", 3).acquire(3)); });
+  const pid_t multi = fork_holding(redis, [](RedisLockService& s) { return s.lock_all({"c:1", "c:2"}); });
+  const pid_t writer = fork_holding(redis, [](RedisLockService& s) { return s.write_lock("c:rw"); });
+  const pid_t reader = fork_holding(redis, [](RedisLockService& s) { return s.read_lock("c:ro"); });
+  const pid_t permits = fork_holding(redis, [](RedisLockService& s) { return s.semaphore("c:sem", 3).acquire(3); });
 
   auto service = dlock::test::make_service(redis);
   // Alive, the holders' watchdogs keep everything well past the 1.5 s lease.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fault_tools.hpp"
+#include "forked_holder.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
@@ -333,39 +334,18 @@ TEST_CASE("review: CLIENT KILL churn: a release cut off by a killed connection p
 
 namespace {
 
-// Forks (before this process starts threads of its own) a process that acquires
-// `n` permits of `name` and waits (or holds) until killed. Returns its pid once
-// it reports `'H'` (holding) or, when `expect_wait`, once it stands in line.
+// A child process (forked before this process starts threads of its own)
+// that takes `n` of `count` permits of `name` and holds them until killed (1 s
+// lease, renewed). Returns once it holds them or, unless `hold`, once it is
+// about to stand in line for them.
 pid_t fork_member(const dlock::test::RedisServer& redis, const std::string& name, long long count, long long n,
                   bool hold) {
-  int ready[2];
-  if (::pipe(ready) != 0) return -1;
-  pid_t child = ::fork();
-  if (child == 0) {
-    ::close(ready[0]);
-    try {
-      auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
-        c.lock.watchdog_timeout = 1000ms;
-        c.logging.level = "off";
-      });
-      auto sem = service->semaphore(name, count);
-      if (!hold) {
-        char byte = 'W';
-        if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
-      }
-      auto guard = sem.acquire(n, {.wait = 60s});
-      char byte = 'H';
-      if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
-      for (;;) ::pause();
-    } catch (...) {
-      ::_exit(1);
-    }
-  }
-  ::close(ready[1]);
-  char byte = 0;
-  if (::read(ready[0], &byte, 1) != 1) child = -1;
-  ::close(ready[0]);
-  return child;
+  return dlock::test::fork_holder(redis, 1000ms,
+                                  [&](dlock::RedisLockService& s, const dlock::test::ReadySignal& ready) {
+                                    auto sem = s.semaphore(name, count);
+                                    if (!hold) ready();
+                                    return dlock::test::keep(sem.acquire(n, {.wait = 60s}));
+                                  });
 }
 
 }  // namespace
@@ -380,9 +360,7 @@ TEST_CASE("review: a SIGKILLed holder process gives its permits back within one 
   std::this_thread::sleep_for(2500ms);  // renewed past its 1 s lease
   CHECK(sem.available() == 1);
   CHECK_FALSE(sem.try_acquire(2));
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  auto killed = std::chrono::steady_clock::now();
+  auto killed = dlock::test::kill_holder(child);
   auto three = sem.acquire(3, {.wait = 10s});
   CHECK(three);
   CHECK(dlock::test::elapsed_ms(killed) < 1000 + 1000);
@@ -399,9 +377,7 @@ TEST_CASE("review: a SIGKILLed waiting process blocks the line no longer than a 
   pid_t child = fork_member(redis, "crashw", 2, 2, false);
   REQUIRE(child > 0);
   REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{crashw}:semaphore:queue"}) == "1"; }));
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  auto killed = std::chrono::steady_clock::now();
+  auto killed = dlock::test::kill_holder(child);
   auto service = dlock::test::make_service(redis);  // turn window 1 s
   auto sem = service->semaphore("crashw", 2);
   // The dead waiter heads the line: a small request waits behind it, then goes.

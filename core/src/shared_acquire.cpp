@@ -21,6 +21,14 @@ namespace dlock::detail {
 
 namespace {
 
+// The keys and arguments of a record's release (views into `lock` and `own`, which must outlive it).
+struct OwnReleaseCall {
+  OwnReleaseCall(const HeldLock& lock, const OwnRelease& own)
+      : keys(own.keys.begin(), own.keys.end()), args{lock.owner, own.channel} {}
+  std::vector<std::string_view> keys;
+  std::array<std::string_view, 2> args;
+};
+
 std::string_view noun_of(SharedKind kind) {
   switch (kind) {
     case SharedKind::read: return "read lock";
@@ -80,7 +88,9 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
 
   if (!permits) {
     if (std::shared_ptr<HeldLock> mine = find_live(held)) {
-      if (LockGuard guard = reenter(mine, lease, renewed, called, deadline)) return guard;
+      if (std::optional<LockGuard> guard = reenter(mine, lease, renewed, called, deadline, throw_on_timeout)) {
+        return std::move(*guard);
+      }
     }
     if (request.kind == SharedKind::write && find_live(held_key(thread_owner + "#read", request.key))) {
       throw InvalidArgument(label + ": this thread holds its read lock; a write lock inside it would wait for that "
@@ -239,17 +249,15 @@ void ServiceCore::throw_shared_reply_error(const std::string& label, const std::
 }
 
 RedisReply ServiceCore::run_own_release_of(const HeldLock& lock, const OwnRelease& own) {
-  const std::vector<std::string_view> keys(own.keys.begin(), own.keys.end());
-  const std::array<std::string_view, 2> args{lock.owner, own.channel};
-  return scripts_.run(*own.script, keys, args);
+  const OwnReleaseCall call(lock, own);
+  return scripts_.run(*own.script, call.keys, call.args);
 }
 
 RedisReply ServiceCore::run_own_release(const HeldLock& lock) { return run_own_release_of(lock, *lock.own_release); }
 
 void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
   const OwnRelease& own = *lock->own_release;
-  const std::vector<std::string_view> keys(own.keys.begin(), own.keys.end());
-  const std::array<std::string_view, 2> args{lock->owner, own.channel};
+  const OwnReleaseCall call(*lock, own);
   RedisReply reply;
   // A connection lost under the release is tried again, on a fresh connection, a few times while the hold
   // is valid (the release is owner-checked by id, so running it twice frees nothing else): not retried, the
@@ -261,7 +269,7 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
   bool maybe_ran = false;  // an earlier try may have run, its reply lost with the connection
   for (;;) {
     try {
-      reply = retry_release(*lock, scripts_.run(*own.script, keys, args), *own.script, keys, args);
+      reply = retry_release(*lock, scripts_.run(*own.script, call.keys, call.args), *own.script, call.keys, call.args);
       throw_if_transient(lock->key, reply, "release");
       break;
     } catch (const ConnectionError& e) {
