@@ -53,7 +53,7 @@ TEST_CASE("a thread re-entering while a guard it gave away is released through B
   auto service = dlock::test::make_service(redis);
   auto outer = service->lock("given");
   auto inner = service->lock("given");  // re-entered: this guard goes to another thread
-  std::thread script = run_long_script(redis, 3);
+  std::thread script = run_long_script(redis, 5);
   // The other thread's release repeats through BUSY (the hold is valid) and owns the hold's round trips meanwhile.
   std::atomic<bool> released{false};
   std::thread releaser([moved = std::move(inner), &released]() mutable {
@@ -66,7 +66,8 @@ TEST_CASE("a thread re-entering while a guard it gave away is released through B
   });
   std::this_thread::sleep_for(500ms);
 
-  // Not granted after the script: refused when this caller's wait ends, saying why.
+  // Not granted after the script: refused when this caller's wait ends (a try: once the other thread's usual
+  // round trip is overdue), saying why.
   CHECK_THROWS_AS(service->lock("given", {.wait = 300ms}), dlock::LockTimeoutError);
   CHECK_THROWS_WITH(service->lock("given", {.wait = 300ms}), Catch::Contains("another thread"));
   CHECK_FALSE(service->try_lock("given"));

@@ -264,10 +264,13 @@ std::shared_ptr<HeldLock> ServiceCore::find_live(const std::string& held) const 
 std::optional<LockGuard> ServiceCore::reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed,
                                               Clock::time_point called, Clock::time_point deadline,
                                               bool throw_on_timeout) {
-  // A guard of this hold moved to another thread may be releasing it there,
-  // repeating through an outage or BUSY for up to its validity.
+  // A guard of this hold moved to another thread may be releasing it there:
+  // one round trip, usually, which even a try without a wait waits for (a
+  // thread re-entering its own lock must not fail for that), but repeated
+  // through an outage or BUSY for up to the hold's validity, which a caller
+  // waits for only within its own wait.
   std::unique_lock io(lock->io, std::defer_lock);
-  if (!io.try_lock_until(deadline)) {
+  if (!io.try_lock_until(std::max(deadline, called + kOtherThreadsRoundTrip))) {
     stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
     if (!throw_on_timeout) return LockGuard{};
     throw LockTimeoutError(lock->label() + ": this thread holds it, but another thread was changing that hold in "

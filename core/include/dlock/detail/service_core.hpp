@@ -34,6 +34,10 @@ namespace dlock::detail {
 // semaphore) tries again on this period.
 inline constexpr Millis kOutageRetry{100};
 
+// How long a thread re-entering a lock waits, even past its own wait, for
+// another thread's round trip on the same hold (a moved guard's release).
+inline constexpr Millis kOtherThreadsRoundTrip{250};
+
 class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
  public:
   ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config, std::shared_ptr<spdlog::logger> logger);
