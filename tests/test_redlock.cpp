@@ -366,6 +366,71 @@ TEST_CASE("dlock status shows a Redlock lock held by a majority as held, and a s
   CHECK_THAT(split.output, Contains("no majority") && !Contains("free") && !Contains("held by"));
 }
 
+TEST_CASE("review: dlock status shows a Redlock lock held by a majority whose hold counts differ as held",
+          "[redlock][cli][review]") {
+  // Three nodes. The grant reaches A and B (C is down and comes back empty).
+  // A re-entry then reaches A only (B refuses it: here a missing ACL right,
+  // as well a BUSY or a node cut off), so it fails: A counts 2 holds, B
+  // still 1. The lock stays held by a majority (A and B) for the holder, and
+  // nobody else can take it; but the nodes now disagree on the hold COUNT.
+  RedlockNodes nodes(3);
+  auto config = nodes.config();
+  auto service = dlock::make_lock_service(config);
+  auto other = dlock::make_lock_service(config);
+  const dlock::test::TempDir files;
+  const std::string yaml = files.write("redlock.yaml", dlock::test::deployment_yaml(config.redis));
+  const std::string status = std::string(DLOCK_CLI_BIN) + " status split-count --config " + yaml;
+
+  nodes[2].kill();
+  auto outer = service->lock("split-count", {.lease = 60s});
+  REQUIRE(outer);
+  nodes[2].start();  // empty: no persistence
+
+  REQUIRE(nodes[1].run({"ACL", "SETUSER", "default", "-evalsha"}) == "OK");
+  bool reentered = true;
+  try {
+    auto inner = service->lock("split-count", {.wait = 300ms, .lease = 60s});
+    reentered = static_cast<bool>(inner);
+  } catch (const dlock::Error&) {
+    reentered = false;
+  }
+  REQUIRE(nodes[1].run({"ACL", "SETUSER", "default", "+evalsha"}) == "OK");
+  REQUIRE_FALSE(reentered);
+
+  // What the nodes hold now: owner counts 2 on A, 1 on B, nothing on C.
+  INFO(nodes[0].run({"HGETALL", "dlock:{split-count}"}) << " | " << nodes[1].run({"HGETALL", "dlock:{split-count}"})
+                                                         << " | " << nodes[2].run({"EXISTS", "dlock:{split-count}"}));
+  // The library: still held (a majority holds this owner), and by nobody else.
+  CHECK(outer);
+  CHECK(service->hold_count("split-count") == 1);
+  CHECK_FALSE(other->try_lock("split-count"));
+
+  const dlock::test::CommandResult held = dlock::test::run_shell(status);
+  INFO(held.output);
+  CHECK(held.status == 0);
+  CHECK_THAT(held.output, Contains("held by"));
+  CHECK_THAT(held.output, Contains("(hold count 2)"));  // the largest the agreeing nodes hold
+}
+
+TEST_CASE("review: dlock status over a Redlock on a name holding another type exits 76 and says so, as on one Redis",
+          "[redlock][cli][review]") {
+  // README: status exits 76 when "Redis refused a read (a name holding another type, a missing ACL right)",
+  // and 69 only for unreachable / "not now". Every node answers WRONGTYPE here: a "no", on all nodes alike.
+  RedlockNodes nodes(3);
+  auto config = nodes.config();
+  const dlock::test::TempDir files;
+  const std::string yaml = files.write("redlock.yaml", dlock::test::deployment_yaml(config.redis));
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    REQUIRE(nodes[i].run({"SET", "dlock:{typed}", "someone else's string"}) == "OK");
+  }
+  const dlock::test::CommandResult typed =
+      dlock::test::run_shell(std::string(DLOCK_CLI_BIN) + " status typed --config " + yaml);
+  INFO(typed.output);
+  CHECK(typed.status == 76);
+  CHECK_THAT(typed.output, Contains("WRONGTYPE"));
+  CHECK_THAT(typed.output, !Contains("try again"));
+}
+
 #ifdef FLASH_SALE_BIN  // the examples are built
 TEST_CASE("flash_sale and the dlock command run over a Redlock from one YAML file", "[redlock][examples]") {
   RedlockNodes nodes;

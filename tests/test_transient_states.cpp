@@ -1,9 +1,15 @@
 // Redis answers "not now" while it loads its dataset after a restart
 // (LOADING) or runs a long script (BUSY): lock() waits that out within its
 // wait, as it waits out an outage, and names the state if the wait ends in it.
+// A thread re-entering its lock while a guard it moved to another thread is
+// released there waits for that release only within its wait, and never
+// fails for an ordinary one.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <thread>
 
 #include "fault_tools.hpp"
@@ -82,4 +88,62 @@ TEST_CASE("a thread re-entering while a guard it gave away is released through B
   again.unlock();
   outer.unlock();
   CHECK(redis.run({"EXISTS", "dlock:{given}"}) == "0");
+}
+
+TEST_CASE("review: try_lock re-entries racing releases of guards moved to another thread always succeed and keep "
+          "Redis' count", "[reentry][review]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  auto outer = service->lock("race");
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<dlock::LockGuard> handed;
+  bool done = false;
+  std::atomic<int> release_errors{0};
+  std::thread releaser([&] {
+    for (;;) {
+      dlock::LockGuard g;
+      {
+        std::unique_lock lk(m);
+        cv.wait(lk, [&] { return done || !handed.empty(); });
+        if (handed.empty()) return;
+        g = std::move(handed.front());
+        handed.pop_front();
+      }
+      try {
+        g.unlock();
+      } catch (const dlock::Error&) {
+        ++release_errors;
+      }
+    }
+  });
+  int failed_tries = 0;
+  int thrown = 0;
+  for (int i = 0; i < 1000; ++i) {
+    try {
+      auto g = service->try_lock("race");
+      if (!g) {
+        ++failed_tries;
+        continue;
+      }
+      std::lock_guard lk(m);
+      handed.push_back(std::move(g));
+    } catch (const dlock::Error&) {
+      ++thrown;
+    }
+    cv.notify_one();
+  }
+  {
+    std::lock_guard lk(m);
+    done = true;
+  }
+  cv.notify_one();
+  releaser.join();
+  CHECK(failed_tries == 0);
+  CHECK(thrown == 0);
+  CHECK(release_errors == 0);
+  CHECK(service->hold_count("race") == 1);
+  CHECK(redis.run({"HVALS", "dlock:{race}"}) == "1");
+  outer.unlock();
+  CHECK(redis.run({"EXISTS", "dlock:{race}"}) == "0");
 }

@@ -270,13 +270,14 @@ std::optional<LockGuard> ServiceCore::reenter(const std::shared_ptr<HeldLock>& l
   // through an outage or BUSY for up to the hold's validity, which a caller
   // waits for only within its own wait.
   std::unique_lock io(lock->io, std::defer_lock);
-  if (!io.try_lock_until(std::max(deadline, called + kOtherThreadsRoundTrip))) {
-    stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+  const Clock::time_point io_deadline = std::max(deadline, called + kOtherThreadsRoundTrip);
+  if (!io.try_lock_until(io_deadline)) {
+    (deadline == called ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
     if (!throw_on_timeout) return LockGuard{};
     throw LockTimeoutError(lock->label() + ": this thread holds it, but another thread was changing that hold in "
-                           "Redis (releasing a guard moved to it) for the whole wait of " +
-                           std::to_string(std::chrono::duration_cast<Millis>(deadline - called).count()) +
-                           " ms; wait longer (LockOptions::wait or lock.wait_ms) or use try_lock");
+                           "Redis (releasing a guard moved to it) for all of " +
+                           std::to_string(std::chrono::duration_cast<Millis>(io_deadline - called).count()) +
+                           " ms this call could wait; wait longer (LockOptions::wait or lock.wait_ms)");
   }
   int holds = 0;
   {

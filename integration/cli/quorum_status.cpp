@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <string_view>
 #include <utility>
 
 #include "dlock/detail/quorum.hpp"
@@ -11,25 +12,32 @@ namespace dlock::cli {
 
 namespace {
 
-using Owners = std::vector<std::pair<std::string, std::string>>;  // token → hold count, sorted
+using Owners = std::vector<std::string>;  // tokens, sorted
 
-// A node's owners, in an order every node agrees on (HGETALL's order is the hash's own).
+// A node's owners, in an order every node agrees on (HGETALL's order is the
+// hash's own). Hold counts are left out: a re-entry or an inner release that
+// reached only some nodes leaves them differing while the same owner holds.
 std::optional<Owners> owners_of(const RedisReply& reply) {
   if (reply.is_error() || reply.elements.size() != 3) return std::nullopt;
   const RedisReply& hash = reply.elements[0];
   Owners owners;
-  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
-    owners.emplace_back(hash.elements[i].str, hash.elements[i + 1].str);
-  }
+  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) owners.push_back(hash.elements[i].str);
   std::sort(owners.begin(), owners.end());
   return owners;
 }
 
-std::optional<long long> counter_of(const RedisReply& fence) {
-  if (fence.is_nil()) return std::nullopt;
+// An error reply's code: "WRONGTYPE", "NOPERM", "BUSY", ...
+std::string_view error_code(const RedisReply& reply) {
+  const std::string_view text = reply.str;
+  return text.substr(0, text.find(' '));
+}
+
+// A bulk string's integer (a fencing counter, a hold count); nothing if nil or not one.
+std::optional<long long> integer_of(const RedisReply& bulk) {
+  if (bulk.is_nil()) return std::nullopt;
   long long value = 0;
-  const auto [end, error] = std::from_chars(fence.str.data(), fence.str.data() + fence.str.size(), value);
-  if (error != std::errc() || end != fence.str.data() + fence.str.size()) return std::nullopt;
+  const auto [end, error] = std::from_chars(bulk.str.data(), bulk.str.data() + bulk.str.size(), value);
+  if (error != std::errc() || end != bulk.str.data() + bulk.str.size()) return std::nullopt;
   return value;
 }
 
@@ -80,7 +88,7 @@ std::optional<RedisReply> agreed_status(const std::vector<std::optional<RedisRep
   std::optional<long long> fence;
   for (const auto& reply : replies) {
     if (!reply || !owners_of(*reply)) continue;
-    if (const auto counter = counter_of(reply->elements[2])) fence = std::max(fence.value_or(*counter), *counter);
+    if (const auto counter = integer_of(reply->elements[2])) fence = std::max(fence.value_or(*counter), *counter);
   }
   for (std::size_t i = 0; i < replies.size(); ++i) {
     const std::optional<Owners> owners = replies[i] ? owners_of(*replies[i]) : std::nullopt;
@@ -97,7 +105,29 @@ std::optional<RedisReply> agreed_status(const std::vector<std::optional<RedisRep
     RedisReply agreed = *replies[i];
     agreed.elements[1].integer = pttl;
     agreed.elements[2] = fence ? RedisReply{RedisReply::Type::String, 0, std::to_string(*fence), {}} : RedisReply{};
+    // Each owner's hold count: the largest the agreeing nodes hold.
+    RedisReply& hash = agreed.elements[0];
+    for (std::size_t k = 0; k + 1 < hash.elements.size(); k += 2) {
+      long long count = 0;
+      for (const auto& other : replies) {
+        if (!other || owners_of(*other) != owners) continue;
+        const RedisReply& their = other->elements[0];
+        for (std::size_t m = 0; m + 1 < their.elements.size(); m += 2) {
+          if (their.elements[m].str != hash.elements[k].str) continue;
+          count = std::max(count, integer_of(their.elements[m + 1]).value_or(0));
+        }
+      }
+      hash.elements[k + 1].str = std::to_string(count);
+    }
     return agreed;
+  }
+  // No majority on owners: a majority refusing alike ("WRONGTYPE", "NOPERM",
+  // "BUSY") is reported as that refusal, so the operator sees what it is.
+  for (const auto& reply : replies) {
+    if (!reply || !reply->is_error()) continue;
+    std::size_t alike = 0;
+    for (const auto& other : replies) alike += other && other->is_error() && error_code(*other) == error_code(*reply);
+    if (alike >= detail::majority_of(nodes)) return *reply;
   }
   return std::nullopt;
 }

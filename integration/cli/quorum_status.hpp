@@ -35,10 +35,11 @@ class LockReadScript {
 };
 
 // The status script's replies ({HGETALL lock, PTTL lock, GET fence}) of the
-// Redlock's `nodes`, as one: the owners a majority of nodes agree on, the
-// smallest of their PTTLs, the largest fencing counter any node answered.
-// Nothing if no majority agrees (a lock being taken or given back, or too many
-// nodes down or refusing).
+// Redlock's `nodes`, as one: the owners a majority of nodes agree on (each
+// with the largest hold count among them), the smallest of their PTTLs, the
+// largest fencing counter any node answered. Else an error a majority gave
+// alike (by its code: WRONGTYPE, NOPERM, BUSY, ...). Nothing if no majority
+// agrees (a lock being taken or given back, or too many nodes down).
 std::optional<RedisReply> agreed_status(const std::vector<std::optional<RedisReply>>& replies, std::size_t nodes);
 
 }  // namespace dlock::cli
