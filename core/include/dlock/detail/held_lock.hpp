@@ -60,7 +60,8 @@ struct HeldLock {
   // Redis (re-entry, release), so that Redis' count follows the local one
   // even when a guard moved to another thread releases while its thread
   // re-enters. Taken before ServiceCore::mutex_, never after it. Timed: a
-  // re-entering thread waits for it only as long as its own wait.
+  // re-entering thread waits for it only as long as its own wait (at least
+  // kOtherThreadsRoundTrip).
   std::timed_mutex io;
   int holds = 0;                            // guarded by ServiceCore::mutex_
   bool detached = false;                    // guarded by ServiceCore::mutex_: a hold was detached; the lock stays

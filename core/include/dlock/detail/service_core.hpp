@@ -90,7 +90,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // turned out lost or released meanwhile: the caller then acquires afresh.
   // An empty guard (or LockTimeoutError if `throw_on_timeout`) when another
   // thread changed the hold in Redis (a moved guard's release) for the whole
-  // wait.
+  // wait, or kOtherThreadsRoundTrip if that is longer.
   std::optional<LockGuard> reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed,
                                    Clock::time_point called, Clock::time_point deadline, bool throw_on_timeout);
   LockGuard acquire_first(std::string_view key, const std::string& held, const std::string& thread_owner,
