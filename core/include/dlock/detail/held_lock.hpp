@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/detail/deadline_mutex.hpp"
 #include "dlock/detail/key_label.hpp"
 #include "dlock/lock_options.hpp"
 
@@ -62,7 +63,7 @@ struct HeldLock {
   // re-enters. Taken before ServiceCore::mutex_, never after it. Timed: a
   // re-entering thread waits for it only as long as its own wait (at least
   // kOtherThreadsRoundTrip).
-  std::timed_mutex io;
+  DeadlineMutex io;
   int holds = 0;                            // guarded by ServiceCore::mutex_
   bool detached = false;                    // guarded by ServiceCore::mutex_: a hold was detached; the lock stays
                                             // in Redis until its lease ends
