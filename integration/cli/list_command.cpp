@@ -1,7 +1,6 @@
 #include "list_command.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -17,6 +16,7 @@
 #include "json.hpp"
 #include "lock_names.hpp"
 #include "redis_refusal.hpp"
+#include "reply_integer.hpp"
 
 namespace dlock::cli {
 
@@ -53,15 +53,6 @@ struct HeldLock {
   std::optional<long long> waiters;
   std::optional<long long> fencing_token;
 };
-
-std::optional<long long> integer_of(const RedisReply& reply) {
-  if (reply.type == RedisReply::Type::Integer) return reply.integer;
-  if (reply.type != RedisReply::Type::String) return std::nullopt;
-  long long value = 0;
-  const auto [end, error] = std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), value);
-  if (error != std::errc() || end != reply.str.data() + reply.str.size()) return std::nullopt;
-  return value;
-}
 
 // `text` matched literally by a Redis glob.
 std::string glob_literal(const std::string& text) {

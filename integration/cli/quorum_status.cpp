@@ -1,12 +1,12 @@
 #include "quorum_status.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <string_view>
 #include <utility>
 
 #include "dlock/detail/quorum.hpp"
 #include "dlock/errors.hpp"
+#include "reply_integer.hpp"
 
 namespace dlock::cli {
 
@@ -32,13 +32,28 @@ std::string_view error_code(const RedisReply& reply) {
   return text.substr(0, text.find(' '));
 }
 
-// A bulk string's integer (a fencing counter, a hold count); nothing if nil or not one.
-std::optional<long long> integer_of(const RedisReply& bulk) {
-  if (bulk.is_nil()) return std::nullopt;
-  long long value = 0;
-  const auto [end, error] = std::from_chars(bulk.str.data(), bulk.str.data() + bulk.str.size(), value);
-  if (error != std::errc() || end != bulk.str.data() + bulk.str.size()) return std::nullopt;
-  return value;
+// One status reply of the replies of nodes that agree on the owners: the
+// smallest of their PTTLs, each owner's largest hold count, and `fence`.
+RedisReply merged(const std::vector<const RedisReply*>& agreeing, std::optional<long long> fence) {
+  RedisReply agreed = *agreeing.front();
+  for (const RedisReply* reply : agreeing) {
+    agreed.elements[1].integer = std::min(agreed.elements[1].integer, reply->elements[1].integer);
+  }
+  agreed.elements[2] = fence ? RedisReply{RedisReply::Type::String, 0, std::to_string(*fence), {}} : RedisReply{};
+  RedisReply& hash = agreed.elements[0];
+  for (std::size_t k = 0; k + 1 < hash.elements.size(); k += 2) {
+    long long count = 0;
+    for (const RedisReply* reply : agreeing) {
+      const RedisReply& theirs = reply->elements[0];
+      for (std::size_t m = 0; m + 1 < theirs.elements.size(); m += 2) {
+        if (theirs.elements[m].str == hash.elements[k].str) {
+          count = std::max(count, integer_of(theirs.elements[m + 1]).value_or(0));
+        }
+      }
+    }
+    hash.elements[k + 1].str = std::to_string(count);
+  }
+  return agreed;
 }
 
 }  // namespace
@@ -85,41 +100,20 @@ std::vector<std::optional<RedisReply>> LockReadScript::run(const std::vector<std
 }
 
 std::optional<RedisReply> agreed_status(const std::vector<std::optional<RedisReply>>& replies, std::size_t nodes) {
+  std::vector<std::optional<Owners>> owners(replies.size());
   std::optional<long long> fence;
-  for (const auto& reply : replies) {
-    if (!reply || !owners_of(*reply)) continue;
-    if (const auto counter = integer_of(reply->elements[2])) fence = std::max(fence.value_or(*counter), *counter);
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (replies[i]) owners[i] = owners_of(*replies[i]);
+    if (!owners[i]) continue;
+    if (const auto counter = integer_of(replies[i]->elements[2])) fence = std::max(fence.value_or(*counter), *counter);
   }
   for (std::size_t i = 0; i < replies.size(); ++i) {
-    const std::optional<Owners> owners = replies[i] ? owners_of(*replies[i]) : std::nullopt;
-    if (!owners) continue;
-    std::size_t agreeing = 0;
-    long long pttl = 0;
-    for (const auto& other : replies) {
-      if (!other || owners_of(*other) != owners) continue;
-      const long long other_pttl = other->elements[1].integer;
-      pttl = agreeing == 0 ? other_pttl : std::min(pttl, other_pttl);
-      ++agreeing;
+    if (!owners[i]) continue;
+    std::vector<const RedisReply*> agreeing;
+    for (std::size_t j = 0; j < replies.size(); ++j) {
+      if (owners[j] == owners[i]) agreeing.push_back(&*replies[j]);
     }
-    if (agreeing < detail::majority_of(nodes)) continue;
-    RedisReply agreed = *replies[i];
-    agreed.elements[1].integer = pttl;
-    agreed.elements[2] = fence ? RedisReply{RedisReply::Type::String, 0, std::to_string(*fence), {}} : RedisReply{};
-    // Each owner's hold count: the largest the agreeing nodes hold.
-    RedisReply& hash = agreed.elements[0];
-    for (std::size_t k = 0; k + 1 < hash.elements.size(); k += 2) {
-      long long count = 0;
-      for (const auto& other : replies) {
-        if (!other || owners_of(*other) != owners) continue;
-        const RedisReply& their = other->elements[0];
-        for (std::size_t m = 0; m + 1 < their.elements.size(); m += 2) {
-          if (their.elements[m].str != hash.elements[k].str) continue;
-          count = std::max(count, integer_of(their.elements[m + 1]).value_or(0));
-        }
-      }
-      hash.elements[k + 1].str = std::to_string(count);
-    }
-    return agreed;
+    if (agreeing.size() >= detail::majority_of(nodes)) return merged(agreeing, fence);
   }
   // No majority on owners: a majority refusing alike ("WRONGTYPE", "NOPERM",
   // "BUSY") is reported as that refusal, so the operator sees what it is.

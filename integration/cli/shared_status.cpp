@@ -1,10 +1,10 @@
 #include "shared_status.hpp"
 
-#include <charconv>
 #include <sstream>
 
 #include "json.hpp"
 #include "redis_refusal.hpp"
+#include "reply_integer.hpp"
 
 namespace dlock::cli {
 
@@ -33,14 +33,6 @@ return {writer, redis.call('PTTL', KEYS[1]), records(KEYS[2]), count or '', reco
 )lua";
 
 namespace {
-
-std::optional<long long> integer_of(const RedisReply& reply) {
-  if (reply.type == RedisReply::Type::Integer) return reply.integer;
-  long long value = 0;
-  const auto [end, error] = std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), value);
-  if (reply.str.empty() || error != std::errc() || end != reply.str.data() + reply.str.size()) return std::nullopt;
-  return value;
-}
 
 std::optional<long long> lease_of(long long pttl) { return pttl >= 0 ? std::optional<long long>(pttl) : std::nullopt; }
 

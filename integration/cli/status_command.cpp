@@ -1,6 +1,5 @@
 #include "status_command.hpp"
 
-#include <charconv>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -17,6 +16,7 @@
 #include "lock_names.hpp"
 #include "quorum_status.hpp"
 #include "redis_refusal.hpp"
+#include "reply_integer.hpp"
 #include "shared_status.hpp"
 
 namespace dlock::cli {
@@ -63,13 +63,6 @@ constexpr const char* kStatusScript = R"lua(
 return {redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2])}
 )lua";
 
-std::optional<long long> to_integer(const std::string& text) {
-  long long value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const std::string& endpoint,
                        const LockConfig& config, const std::string& key) {
   const LockNames names = lock_names(config, key);
@@ -94,12 +87,12 @@ LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const s
   }
   const RedisReply& hash = reply.elements[0];
   for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
-    status.owners.push_back(holders.holder(hash.elements[i].str, to_integer(hash.elements[i + 1].str).value_or(0)));
+    status.owners.push_back(holders.holder(hash.elements[i].str, integer_of(hash.elements[i + 1]).value_or(0)));
   }
   if (!status.owners.empty() && reply.elements[1].integer >= 0) status.lease_ms = reply.elements[1].integer;
   const RedisReply& fence = reply.elements[2];
   if (!fence.is_nil()) {
-    status.fencing_token = to_integer(fence.str);
+    status.fencing_token = integer_of(fence);
     if (!status.fencing_token) {
       status.error = "redis " + endpoint + ": " + names.fence + " is not a fencing counter; another program uses "
                      "that name: delete it or choose another lock.key_prefix";

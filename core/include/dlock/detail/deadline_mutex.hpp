@@ -20,13 +20,6 @@ class DeadlineMutex {
     held_ = true;
   }
 
-  bool try_lock() {
-    std::lock_guard guard(mutex_);
-    if (held_) return false;
-    held_ = true;
-    return true;
-  }
-
   template <typename Clock, typename Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     std::unique_lock guard(mutex_);
