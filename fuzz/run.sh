@@ -23,9 +23,8 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        -Icore/include -Iintegration/include -Iintegration/src)
 # spdlog is used header-only here (only its level names are needed).
 # Every source load_config is built from.
-sources=(integration/src/yaml_config.cpp integration/src/config_validation.cpp integration/src/env_expansion.cpp
-         integration/src/environment_overrides.cpp)
-if [ ! -x "$out/config_fuzzer" ] || [ -n "$(find fuzz/config_fuzzer.cpp "${sources[@]}" integration/src/*.hpp \
+sources=(integration/src/config/*.cpp)
+if [ ! -x "$out/config_fuzzer" ] || [ -n "$(find fuzz/config_fuzzer.cpp "${sources[@]}" integration/src/*/*.hpp \
      integration/include core/include -newer "$out/config_fuzzer" -print -quit)" ]; then
   clang++ "${flags[@]}" -DSPDLOG_HEADER_ONLY -DSPDLOG_FMT_EXTERNAL \
     fuzz/config_fuzzer.cpp "${sources[@]}" -o "$out/config_fuzzer" -lyaml-cpp -lfmt

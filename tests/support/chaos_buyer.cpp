@@ -1,4 +1,4 @@
-// A buyer process of the chaos flash sale (tests/test_fault_chaos.cpp): its
+// A buyer process of the chaos flash sale (tests/faults/test_fault_chaos.cpp): its
 // threads buy one item at a time under the lock `stock:SKU` until the stock
 // is gone. The test SIGKILLs buyers while they hold the lock and starts new
 // ones; accounting must survive that:

@@ -1,7 +1,7 @@
 // A service process that holds locks until it is asked to stop with SIGTERM,
 // as a well-behaved service does: the signal handler only sets a flag, the
 // threads see it, leave their critical sections, and the guards release the
-// locks on the way out (tests/test_lifecycle.cpp).
+// locks on the way out (tests/lock/test_lifecycle.cpp).
 //
 //   term_holder --port P [--lease-ms 30000]
 // Takes `term:a` twice (re-entry) on the main thread and `term:b` inside
