@@ -7,7 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(g++ cmake make pkg-config libhiredis-dev libspdlog-dev libyaml-cpp-dev catch2 redis-server redis-tools
           redis-sentinel          # Sentinel mode's tests and demo
           valgrind python3-redis  # these two for bench/callgrind.sh and bench/peers/run.sh
-          libssl-dev openssl)     # TLS; the openssl command makes the tests' and demo's certificates
+          libssl-dev openssl      # TLS; the openssl command makes the tests' and demo's certificates
+          lua-check)              # luacheck, the Lua scripts' linter (./scripts/test.sh)
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo)
 "${as_root[@]}" apt-get update

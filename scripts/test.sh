@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's test command: set up, build, run the whole test suite. Each
-# test starts (and stops) its own redis-server on a free loopback port.
+# The README's test command: set up, build, lint the Lua scripts, run the whole
+# test suite. Each test starts (and stops) its own redis-server on a free loopback port.
 #
 #   ./scripts/test.sh                      plain build in build/
 #   ./scripts/test.sh --sanitize address   AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/
@@ -29,6 +29,9 @@ esac
 source scripts/setup.sh
 
 if [ -z "$sanitize" ]; then
+  # The Lua scripts, linted as written and as Redis runs them (includes pasted in by the build):
+  # unused variables, globals written or read by mistake, shadowing, unreachable code (.luacheckrc).
+  luacheck --quiet core/scripts integration/cli/scripts build/generated/lua
   cd build
   ctest -j"$(nproc)" --output-on-failure --timeout 300
   exit 0

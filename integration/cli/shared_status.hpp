@@ -31,8 +31,8 @@ struct SharedStatus {
   bool has_semaphore() const { return permits || !permit_holders.empty(); }
 };
 
-// The script reading a key's read-write lock and semaphore (for CliScript).
-extern const char* const kSharedStatusScript;
+// The script that reads a key's read-write lock and semaphore for CliScript is
+// scripts/shared_status.lua (lua::shared_status, embedded at build time).
 
 SharedStatus read_shared_status(CliScript& script, HolderDirectory& holders, const std::string& endpoint,
                                 const LockConfig& config, const std::string& key);

@@ -1,3 +1,5 @@
+// `dlock status`: each key's lock read in one atomic step (as a majority agrees over a
+// Redlock), its holder named, and the key's read-write lock and semaphore after it.
 #include "status_command.hpp"
 
 #include <iostream>
@@ -14,6 +16,7 @@
 #include "holders.hpp"
 #include "json.hpp"
 #include "lock_names.hpp"
+#include "lua/cli_scripts.hpp"
 #include "quorum_status.hpp"
 #include "redis_refusal.hpp"
 #include "reply_integer.hpp"
@@ -57,11 +60,6 @@ struct LockStatus {
   SharedStatus shared;                     // the read-write lock and semaphore of the same name
 };
 
-// KEYS: lock hash, fencing counter. One atomic read, so a release in between
-// never shows an owner without its lease. Reads only: runs on a replica too.
-constexpr const char* kStatusScript = R"lua(
-return {redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2])}
-)lua";
 
 LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const std::string& endpoint,
                        const LockConfig& config, const std::string& key) {
@@ -162,8 +160,8 @@ int status_command(std::span<char* const> args) {
   const Config config = resolve_config(parsed);
   const auto redis_executor = make_executor(config.redis);
   RedisExecutor& redis = *redis_executor;
-  LockReadScript script(redis, kStatusScript, "read a lock's status");
-  CliScript shared_script(redis, kSharedStatusScript, "read a read-write lock's and a semaphore's status");
+  LockReadScript script(redis, std::string(lua::status), "read a lock's status");
+  CliScript shared_script(redis, std::string(lua::shared_status), "read a read-write lock's and a semaphore's status");
   HolderDirectory holders(redis, config.lock.key_prefix);
 
   std::vector<LockStatus> statuses;

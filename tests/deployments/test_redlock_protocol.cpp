@@ -34,7 +34,7 @@ long long evalsha_calls(dlock::test::RedisServer& node) {
 }  // namespace
 
 
-// give_back() (scripts.cpp) sends EVALSHA of the release script straight to
+// give_back() (core/src/quorum/quorum_runner.cpp) sends EVALSHA of the release script straight to
 // the node and ignores the reply: a node that lost its scripts (restart,
 // SCRIPT FLUSH) answers NOSCRIPT, and the grant stays for a whole lease.
 // (A try that ends busy is rescued by the leave script at the end of the

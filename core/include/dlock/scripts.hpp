@@ -1,6 +1,9 @@
 #pragma once
 // The Lua scripts that make a lock atomic, and the runner that sends
 // them by EVALSHA. Every user value travels in KEYS/ARGV, never in the text.
+// The scripts' text is core/scripts/lock/*.lua (a comment per branch there),
+// embedded at build time; the runner is core/src/redis/script_runner.cpp, and
+// over a Redlock core/src/quorum/quorum_runner.cpp.
 //
 // Reply shapes (the core parses them in lock_service.cpp). The five keys are
 // LockNames::script_keys(): lock, fence, queue, alive, turn; the scripts name
@@ -25,7 +28,7 @@
 // detached), and a renewal in flight never extends a later acquisition.
 //
 // Waiters line up by arrival and stay in line while they are heard from (see
-// scripts.cpp); while the lock is free it is the oldest live waiter's, however
+// core/scripts/prelude.lua); while the lock is free it is the oldest live waiter's, however
 // it became free. A releaser with a waiter of its own process asleep in line
 // may instead grant the lock to it inside the release (it is known to be
 // alive), at most a few times in a row ahead of older waiters of other processes.
@@ -60,10 +63,6 @@ extern const Script kRenewManyScript;
 extern const Script kLeaveScript;
 extern const Script kForceReleaseScript;
 extern const Script kRaiseFenceScript;
-
-// The helpers every script that touches a line shares (scripts.cpp), for the
-// scripts of the other primitives (shared_scripts.hpp).
-const std::string& script_prelude();
 
 // Error replies of the scripts start with this, then the key's actual type.
 inline constexpr std::string_view kWrongTypeError = "DLOCK_WRONGTYPE";
@@ -124,6 +123,8 @@ class ScriptRunner {
   // Views that stay valid as long as the runner.
   std::string_view sha_of(const Script& script);
   std::string_view load(const Script& script);
+  // Redlock: every script on every node; throws ConnectionError unless a majority loaded them.
+  void load_on_quorum();
   // Redlock: the SHA, from the first node that has or loads the script.
   std::string_view learn_sha(const Script& script);
   static RedisCommand evalsha(std::string_view sha, const std::vector<std::string>& keys,

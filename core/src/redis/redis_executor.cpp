@@ -1,3 +1,5 @@
+// RedisExecutor::start's default: the command run to the end at once and its reply kept,
+// for executors that cannot send a command and read its reply later.
 #include "dlock/redis_executor.hpp"
 
 namespace dlock {

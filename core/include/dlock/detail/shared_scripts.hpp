@@ -1,8 +1,7 @@
 #pragma once
 // The Lua scripts of the primitives beside the lock: semaphores and
-// read-write locks. Built on first use (after static initialisation: they
-// include the lock scripts' prelude), each a Script the ScriptRunner sends by
-// EVALSHA like the lock's.
+// read-write locks (their text: core/scripts/primitives/*.lua). Built on first
+// use, each a Script the ScriptRunner sends by EVALSHA like the lock's.
 //
 // Every hold of these primitives is a *record*: a hash {acquisition id →
 // count} with the lease as its PTTL, the same shape as a lock's hash, so the

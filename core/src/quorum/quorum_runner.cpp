@@ -1,0 +1,340 @@
+// The script runner over a Redlock: every call sent to every node at once, the
+// nodes' replies made one by quorum.hpp's rules, an acquire no majority granted
+// given back, a node that failed rested for a while.
+#include "dlock/scripts.hpp"
+
+#include "dlock/detail/held_lock.hpp"
+#include "dlock/detail/in_parallel.hpp"
+#include "dlock/detail/quorum.hpp"
+#include "dlock/detail/small_buffer.hpp"
+#include "dlock/errors.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <random>
+#include <string>
+
+#include <poll.h>
+
+namespace dlock::detail {
+
+void ScriptRunner::rest(std::size_t node, std::chrono::steady_clock::time_point now) {
+  nodes_[node].resting_until->store((now + kNodeRest).time_since_epoch().count());
+}
+
+namespace {
+
+// Whether a majority of the answers so far say yes: the call's outcome is known.
+template <bool (*Yes)(const RedisReply&)>
+bool majority_said_yes(const std::vector<NodeAnswer>& answers) {
+  const auto yes = std::count_if(answers.begin(), answers.end(),
+                                 [](const NodeAnswer& a) { return a.reply && a.votes && Yes(*a.reply); });
+  return static_cast<std::size_t>(yes) >= majority_of(answers.size());
+}
+bool is_granted(const RedisReply& r) {
+  return (r.type == RedisReply::Type::Integer && r.integer > 0) || r.type == RedisReply::Type::String;
+}
+bool is_freed(const RedisReply& r) { return r.type == RedisReply::Type::String; }
+bool is_one(const RedisReply& r) { return r.type == RedisReply::Type::Integer && r.integer == 1; }
+
+// A split vote's retry comes after a pause of the caller's own, so that callers who split once do not split again.
+long long split_vote_jitter_ms() {
+  thread_local std::minstd_rand random(std::random_device{}());
+  return std::uniform_int_distribution<long long>(1, 10)(random);
+}
+
+}  // namespace
+
+void ScriptRunner::load_on_quorum() {
+  // Enough nodes to make a majority must have the scripts; the others load them when they come back.
+  const auto failures = in_parallel(nodes_.size(), [this](std::size_t i) {
+    nodes_[i].scripts->load_all();
+    nodes_[i].scripts->load(kRaiseFenceScript);  // Redlock's own
+  });
+  std::vector<NodeAnswer> answers;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    NodeAnswer answer{nodes_[i].endpoint, std::nullopt, {}, true};
+    if (failures[i]) {
+      answer.failure = message_of(failures[i]);
+    } else {
+      answer.reply = RedisReply{};
+    }
+    answers.push_back(std::move(answer));
+  }
+  const auto loaded = std::count_if(answers.begin(), answers.end(), [](const NodeAnswer& a) { return a.reply; });
+  if (static_cast<std::size_t>(loaded) < majority_of(nodes_.size())) {
+    throw ConnectionError("redlock: cannot load the scripts on a majority of the nodes: " + quorum_summary(answers) +
+                          "; check the nodes named (redis.redlock.nodes)");
+  }
+}
+
+std::string_view ScriptRunner::learn_sha(const Script& script) {
+  // A script's SHA is the same on every node: learnt from the first that
+  // loads it, it is sent to all, and a node without the script answers
+  // NOSCRIPT and loads it then. A node down is never waited for here.
+  // First from a node that loaded it already (at start-up): no round trip, and no waiting on a node that is down.
+  for (Node& node : nodes_) {
+    std::lock_guard node_lock(node.scripts->mutex_);
+    auto it = node.scripts->shas_.find(&script);
+    if (it == node.scripts->shas_.end()) continue;
+    std::lock_guard lock(mutex_);
+    return shas_.try_emplace(&script, it->second).first->second;
+  }
+  std::vector<NodeAnswer> answers;
+  for (Node& node : nodes_) {
+    try {
+      const std::string_view sha = node.scripts->sha_of(script);
+      std::lock_guard lock(mutex_);
+      return shas_.try_emplace(&script, sha).first->second;
+    } catch (const Error& e) {
+      answers.push_back(NodeAnswer{node.endpoint, std::nullopt, e.what(), true});
+    }
+  }
+  throw ConnectionError("redlock: no node could load the " + std::string(script.name) +
+                        " script: " + quorum_summary(answers));
+}
+
+std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::span<const std::string_view> keys,
+                                                     std::span<const std::string_view> args,
+                                                     std::chrono::steady_clock::time_point give_up_at,
+                                                     Decided decided, bool wait_for_all,
+                                                     std::optional<std::chrono::steady_clock::time_point>* decided_at) {
+  std::optional<std::chrono::steady_clock::time_point> decided_here;
+  if (!decided_at) decided_at = &decided_here;
+  const auto started = std::chrono::steady_clock::now();
+  SmallBuffer<std::string_view, 16> buffer(3 + keys.size() + args.size());
+  const std::span<std::string_view> parts = buffer.span();
+  const std::string key_count = std::to_string(keys.size());
+  parts[0] = "EVALSHA";
+  parts[2] = key_count;
+  std::copy(keys.begin(), keys.end(), parts.begin() + 3);
+  std::copy(args.begin(), args.end(), parts.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
+
+  // Every node is sent its call before any reply is read: the round trips overlap.
+  std::vector<NodeAnswer> answers(nodes_.size());
+  std::vector<std::unique_ptr<PendingReply>> pending(nodes_.size());
+  parts[1] = sha_of(script);
+  const auto sending = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    answers[i].endpoint = nodes_[i].endpoint;
+    // A node that just failed is given a rest: calls would otherwise each
+    // open a connection to it (and a paused server's backlog fills up).
+    answers[i].sent = false;
+    if (sending.time_since_epoch().count() < nodes_[i].resting_until->load()) {
+      answers[i].failure = "redis " + nodes_[i].endpoint + ": skipped: it failed less than " +
+                           std::to_string(kNodeRest.count()) + " ms ago";
+      continue;
+    }
+    try {
+      pending[i] = nodes_[i].redis->start(parts);
+      answers[i].sent = true;
+    } catch (const Error& e) {
+      answers[i].failure = e.what();
+      rest(i, std::chrono::steady_clock::now());
+    }
+  }
+  // Replies are read as they come, whichever node answers first, until every
+  // node answered or gave up, or `decided` says the outcome is known: a node
+  // slower than the others (paused, far away) then costs the call nothing,
+  // and its reply is left unread (its connection dropped; its command runs).
+  std::vector<std::size_t> lost_scripts;
+  std::vector<pollfd> watched;
+  for (;;) {
+    bool waiting = false;
+    const auto now = std::chrono::steady_clock::now();
+    auto wake = give_up_at;
+    watched.clear();
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (!pending[i]) continue;
+      try {
+        if (std::optional<RedisReply> reply = pending[i]->take_if_arrived()) {
+          pending[i].reset();  // its connection goes back to the pool: may_vote may need it
+          if (is_noscript(*reply)) {
+            lost_scripts.push_back(i);
+          } else {
+            answers[i].reply = std::move(*reply);
+            answers[i].votes = nodes_[i].redis->may_vote();
+          }
+          continue;
+        }
+        if (now >= std::min(pending[i]->due(), give_up_at)) {
+          answers[i].failure = "redis " + nodes_[i].endpoint + ": no reply in time";
+          // Silent for its whole command timeout (not just past this call's own limit): rest it.
+          if (now >= pending[i]->due()) rest(i, now);
+          pending[i].reset();
+          continue;
+        }
+      } catch (const Error& e) {
+        answers[i].failure = e.what();
+        pending[i].reset();
+        rest(i, now);
+        continue;
+      }
+      waiting = true;
+      wake = std::min(wake, pending[i]->due());
+      const int fd = pending[i]->ready_fd();
+      if (fd < 0) wake = now;  // bytes already in hand: look again at once
+      watched.push_back(pollfd{fd, POLLIN, 0});
+    }
+    if (decided && !*decided_at && decided(answers)) *decided_at = std::chrono::steady_clock::now();
+    if (*decided_at) {
+      const auto stragglers_until = **decided_at + (**decided_at - started);
+      if (!wait_for_all || now >= stragglers_until) break;
+      wake = std::min(wake, stragglers_until);
+    }
+    if (!waiting) break;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
+    ::poll(watched.data(), watched.size(), static_cast<int>(std::clamp<long long>(left, 0, 1000)));
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!pending[i]) continue;
+    answers[i].failure = "redis " + nodes_[i].endpoint + ": not waited for (a majority had answered)";
+    pending[i].reset();
+  }
+  // A node that lost its scripts (a restart, SCRIPT FLUSH) loads them and runs the call again.
+  for (std::size_t i : lost_scripts) {
+    try {
+      answers[i].reply = nodes_[i].scripts->run(script, keys, args);
+      answers[i].votes = nodes_[i].redis->may_vote();
+    } catch (const Error& e) {
+      answers[i].failure = e.what();
+    }
+  }
+  return answers;
+}
+
+RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std::string_view> keys,
+                                       std::span<const std::string_view> args) {
+  if (&script == &kAcquireScript) {
+    // The validity is counted from before the first node was sent the call.
+    const auto sent = std::chrono::steady_clock::now();
+    long long lease_ms = 0;
+    std::from_chars(args[1].data(), args[1].data() + args[1].size(), lease_ms);
+    const Millis lease(lease_ms);
+    // A reply later than the validity's end could not count: it is not waited for.
+    const auto valid_until = sent + lease - clock_drift(lease);
+    // Once a majority granted, the others are waited for as long again as the
+    // majority took (and never past the validity's end): a node left unread
+    // may grant after this caller's release reached it on another
+    // connection, and hold the lock there, a minority, for one lease. The
+    // validity is judged by when the majority had granted.
+    std::optional<std::chrono::steady_clock::time_point> granted_at;
+    std::vector<NodeAnswer> answers =
+        ask_every_node(script, keys, args, valid_until, &majority_said_yes<is_granted>, true, &granted_at);
+    const bool validity_spent = (granted_at ? *granted_at : std::chrono::steady_clock::now()) >= valid_until;
+    AcquireOutcome outcome = combine_acquire(answers, validity_spent, split_vote_jitter_ms());
+    if (!outcome.to_undo.empty()) {
+      // A node the acquire never reached has nothing to give back: it is not dialled again.
+      std::vector<std::size_t> reached;
+      std::vector<bool> answered(answers.size());
+      for (std::size_t i : outcome.to_undo) {
+        if (answers[i].sent) reached.push_back(i);
+      }
+      for (std::size_t i = 0; i < answers.size(); ++i) answered[i] = answers[i].reply.has_value();
+      if (!reached.empty()) give_back(reached, answered, keys, args);
+    }
+    if (outcome.outage) throw ConnectionError(*outcome.outage);
+    return std::move(outcome.reply);
+  }
+  const bool renews = &script == &kRenewScript || &script == &kRaiseFenceScript;
+  const Decided decided = &script == &kReleaseScript ? &majority_said_yes<is_freed>
+                          : renews                   ? &majority_said_yes<is_one>
+                                                     : nullptr;
+  // A release, renewal or raise left unread on a slow node is harmless: it is
+  // owner-checked by the acquisition's id, so arriving late it changes nothing of anyone else's.
+  const std::vector<NodeAnswer> answers =
+      ask_every_node(script, keys, args, std::chrono::steady_clock::time_point::max(), decided, false, nullptr);
+  if (&script == &kReleaseScript) return combine_release(answers);
+  if (&script == &kRenewScript) return combine_renew(answers, "renew the lock");
+  if (&script == &kRenewManyScript) return combine_renew_many(answers, keys.size());
+  if (&script == &kLeaveScript) return combine_leave(answers);
+  if (&script == &kForceReleaseScript) return combine_force_release(answers);
+  if (&script == &kRaiseFenceScript) return combine_renew(answers, "raise the fencing token");
+  throw InvalidArgument("the " + std::string(script.name) + " script has no quorum rule");
+}
+
+void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, const std::vector<bool>& answered,
+                             std::span<const std::string_view> keys, std::span<const std::string_view> acquire_args) {
+  // acquire's ARGV: id, lease, "wait window retention arrival"; release's: id, "window retention".
+  const std::string_view settings = acquire_args[2];
+  const std::size_t window_at = std::min(settings.size(), settings.find(' ') + 1);
+  const std::size_t retention_at = std::min(settings.size(), settings.find(' ', window_at) + 1);
+  const std::string_view line_settings = settings.substr(window_at, settings.find(' ', retention_at) - window_at);
+  std::string sha;
+  try {
+    sha = sha_of(kReleaseScript);
+  } catch (const Error&) {
+    return;  // no node has the scripts: none can have granted anything
+  }
+  std::vector<std::string> parts{"EVALSHA", sha, std::to_string(keys.size())};
+  parts.insert(parts.end(), keys.begin(), keys.end());
+  parts.emplace_back(acquire_args[0]);
+  parts.emplace_back(line_settings);
+  std::vector<std::unique_ptr<PendingReply>> pending(nodes.size());
+  for (std::size_t j = 0; j < nodes.size(); ++j) {
+    try {
+      const std::vector<std::string_view> views(parts.begin(), parts.end());
+      pending[j] = nodes_[nodes[j]].redis->start(views);
+    } catch (const Error&) {
+      // Unreachable: what it granted, nobody renews; it idles out its lease.
+    }
+  }
+  std::vector<std::size_t> lost_scripts;
+  for (std::size_t j = 0; j < nodes.size(); ++j) {
+    // A node that did not answer the acquire is not waited for again: the
+    // release is sent, and runs whenever the node reads it (its connection
+    // is dropped unread).
+    if (!answered[nodes[j]]) {
+      pending[j].reset();
+      continue;
+    }
+    try {
+      if (pending[j] && is_noscript(pending[j]->get())) lost_scripts.push_back(nodes[j]);
+    } catch (const Error&) {
+    }
+    pending[j].reset();
+  }
+  // A node that lost its scripts still has the grant: load the script there and give it back.
+  for (std::size_t node : lost_scripts) {
+    try {
+      const std::vector<std::string_view> release_args{acquire_args[0], line_settings};
+      (void)nodes_[node].scripts->run(kReleaseScript, keys, release_args);
+    } catch (const Error&) {
+    }
+  }
+}
+
+std::vector<RedisReply> ScriptRunner::run_pipelined_on_quorum(
+    const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
+    std::chrono::steady_clock::time_point deadline) {
+  if (&script != &kRenewManyScript) {
+    throw InvalidArgument("the " + std::string(script.name) + " script has no pipelined quorum rule");
+  }
+  std::vector<std::vector<RedisReply>> per_node(nodes_.size());
+  const auto failures = in_parallel(nodes_.size(), [&](std::size_t i) {
+    per_node[i] = nodes_[i].scripts->run_pipelined(script, calls, deadline);
+  });
+  std::vector<bool> votes(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) votes[i] = !failures[i] && nodes_[i].redis->may_vote();
+  std::vector<RedisReply> combined;
+  combined.reserve(calls.size());
+  for (std::size_t call = 0; call < calls.size(); ++call) {
+    std::vector<NodeAnswer> answers(nodes_.size());
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      answers[i].endpoint = nodes_[i].endpoint;
+      answers[i].votes = votes[i];
+      if (failures[i]) {
+        answers[i].failure = message_of(failures[i]);
+      } else if (call < per_node[i].size()) {
+        answers[i].reply = std::move(per_node[i][call]);
+      } else {
+        answers[i].failure = "no reply";
+      }
+    }
+    combined.push_back(combine_renew_many(answers, calls[call].first.size()));
+  }
+  return combined;
+}
+
+}  // namespace dlock::detail
