@@ -1,0 +1,222 @@
+// Release: a hold's release (inner or final), the final one's hand-off to a
+// waiter of this process, unlock() by key, and retries through passing states.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/detail/key_label.hpp"
+#include "dlock/detail/transient_state.hpp"
+#include "dlock/detail/service_core.hpp"
+#include "dlock/errors.hpp"
+#include "lock/script_replies.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// A releasing thread may grant the lock straight to a waiter of its own
+// process, saving that waiter a round trip. In line order that is always
+// fair; ahead of older waiters of other processes it is allowed only while
+// the lock has passed within this process fewer than this many times in a
+// row, so the oldest waiter in line is passed over at most this many times.
+constexpr int kMaxLocalHandoffsInARow = 3;
+
+}  // namespace
+
+void ServiceCore::release(Hold& hold, Release how) {
+  refuse_after_fork();
+  if (hold.released.exchange(true)) return;
+  const std::shared_ptr<HeldLock>& lock = hold.lock;
+  std::unique_lock io(lock->io);
+  bool final = false;
+  bool detached = false;
+  int holds_left = 0;
+  {
+    std::lock_guard guard(mutex_);
+    holds_left = --lock->holds;
+    std::erase_if(lock->stack, [&hold](const std::weak_ptr<Hold>& weak) {
+      auto live = weak.lock();
+      return !live || live.get() == &hold;
+    });
+    if (how == Release::locally_only) lock->detached = true;
+    detached = lock->detached;
+    final = holds_left == 0;
+    if (final) {
+      auto it = held_.find(lock->held_key);
+      if (it != held_.end() && it->second == lock) held_.erase(it);
+    }
+  }
+  // Before the release is sent, so no renewal can re-extend a released lock.
+  if (final) watchdog_.unwatch(*lock);
+  if (how == Release::locally_only) return;
+  if (!lock->lost_flag.load() && lock->is_lost()) {
+    // Its validity ran out by this holder's clock and the watchdog, which gives
+    // that verdict on a thread of its own, has not said so yet: the verdict
+    // must not depend on which thread runs first.
+    handle_lost(lock, "its lease ran out by the local clock before its release");
+  }
+  if (lock->lost_flag.load()) {
+    // Its hold may still be in Redis (a renewal that came too late, a grant
+    // that arrived already expired by our clock): the release, owner-checked
+    // by this acquisition's id, frees it now rather than a lease later, and
+    // never touches a later owner's lock.
+    if (final && !detached) release_quietly_after_loss(lock);
+    throw LockLostError(lock->label() +
+                        " was lost before this release (its lease ran out or it was taken over); another owner's "
+                        "lock was left untouched; the critical section may have overlapped another holder");
+  }
+  if (!final) return release_inner(lock, holds_left);
+  // A detached hold keeps the lock until its lease ends, whoever releases last.
+  if (detached) return;
+  release_final(lock);
+}
+
+void ServiceCore::release_quietly_after_loss(const std::shared_ptr<HeldLock>& lock) {
+  try {
+    if (lock->own_release) {
+      run_own_release(*lock);
+      return;
+    }
+    const LockNames names = names_for(lock->key);
+    const std::array<std::string_view, 2> args{lock->owner, line_settings_};
+    scripts_.run(kReleaseScript, names.script_keys(), args);
+  } catch (const Error& e) {
+    logger_->debug("{}: releasing a hold that may have outlived its loss failed: {}", lock->label(), e.what());
+  }
+}
+
+void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds_left) {
+  const std::string lease_arg = std::to_string(lock->lease_ms.load());
+  const std::string count_arg = std::to_string(holds_left);
+  const std::array<std::string_view, 1> keys{lock->lock_name};
+  const std::array<std::string_view, 3> args{lock->owner, lease_arg, count_arg};
+  const Clock::time_point sent = Clock::now();
+  RedisReply reply;
+  try {
+    reply = retry_release(*lock, scripts_.run_acknowledged(kRenewScript, keys, args, &is_hold_kept), kRenewScript, keys,
+                          args, &is_hold_kept);
+    throw_if_transient(lock->key, reply, "release");
+  } catch (const ConnectionError& e) {
+    throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
+                          ": its hold count in Redis may be one too high until the outermost release, which frees "
+                          "the lock all the same");
+  }
+  if (is_integer(reply, 0)) {
+    handle_lost(lock, "an inner release found it no longer this owner's");
+    throw LockLostError(lock->label() +
+                        " was no longer this owner's at an inner release (its lease ran out or it was taken over); "
+                        "the critical section may have overlapped another holder");
+  }
+  if (!is_hold_kept(reply) && !is_unacknowledged(reply)) {
+    throw_reply_error(lock->key, names_for(lock->key), reply, "release");
+  }
+  stats_.released.fetch_add(1, std::memory_order_relaxed);
+  // As for a re-entry: with lock.replica_acks only an acknowledged lease extends the validity.
+  if (is_hold_kept(reply)) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
+}
+
+void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
+  if (lock->own_release) return release_own(lock);
+  const LockNames names = names_for(lock->key);
+  // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
+  // Not with lock.replica_acks: a lock handed over here would not be
+  // acknowledged by its new holder; the next in line acquires it, and WAITs.
+  // Nor over a Redlock: a hand-off is one node's decision, and the nodes would each hand it to their own head.
+  WaiterTable::Offer offer = scripts_.acknowledges() || scripts_.quorum() ? WaiterTable::Offer()
+                                                                           : waiters_.offer(names.channel(), lock->owner);
+  const std::string offer_arg =
+      offer ? offer.owner() + ' ' + std::to_string(offer.lease_ms()) + ' ' +
+                  (lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? '1' : '0')
+            : std::string();
+  const std::array<std::string_view, 3> args{lock->owner, line_settings_, offer_arg};
+  const Clock::time_point sent = Clock::now();
+  RedisReply reply;
+  try {
+    // Without an offer, the script's plain form: two arguments.
+    reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(2));
+    if (!transient_state(reply).empty()) {
+      // Nothing ran. The offered waiter must not sit out the retries (its
+      // wait bounds it by one command, see Ticket::wait): it tries by itself.
+      offer.decline();
+      reply = retry_release(*lock, std::move(reply), kReleaseScript, names.script_keys(), std::span(args).first(2));
+    }
+    throw_if_transient(lock->key, reply, "release");
+  } catch (const ConnectionError& e) {
+    throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
+                          " may not be released: if the release did not run, the lock expires by itself within its "
+                          "lease (" + std::to_string(lock->lease_ms.load()) + " ms); if it did, it was freed or handed "
+                          "to the next waiter");
+  }
+  // Released: the waiter told of its turn ('' if none), as text. Handed
+  // over to the offered waiter: {token}. Not this acquisition's: 0.
+  const bool released = reply.type == RedisReply::Type::String;
+  const bool not_owner = is_integer(reply, 0);
+  const std::optional<std::uint64_t> handed_token =
+      offer && reply.type == RedisReply::Type::Array && reply.elements.size() == 1 ? token_of(reply.elements[0])
+                                                                                  : std::nullopt;
+  // Settle the offer first: the waiter must not sit out what follows (a
+  // lost-lock hook runs user code). Without a grant, it tries by itself.
+  if (handed_token) {
+    offer.grant({*handed_token, sent, lock->handoffs_in_a_row + 1});
+  } else {
+    offer.decline();
+  }
+  if (!released && !not_owner && !handed_token) throw_reply_error(lock->key, names, reply, "release");
+  if (not_owner) {
+    handle_lost(lock, "release found it was no longer this owner's");
+    throw LockLostError(lock->label() +
+                        " was no longer this owner's when released (its lease ran out or it was taken over); the "
+                        "new owner's lock was left untouched; the critical section may have overlapped another holder");
+  }
+  stats_.released.fetch_add(1, std::memory_order_relaxed);
+  if (released && !reply.str.empty()) {
+    // The next turn may be a waiter of this process: wake it now rather than after the notice's round trip.
+    waiters_.notify(names.channel(), reply.str);
+  }
+}
+
+void ServiceCore::release_current_thread(std::string_view key) {
+  refuse_after_fork();
+  std::shared_ptr<Hold> latest;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = held_.find(held_key(owner_token(), key));
+    if (it != held_.end()) {
+      for (auto weak = it->second->stack.rbegin(); weak != it->second->stack.rend() && !latest; ++weak) {
+        auto live = weak->lock();
+        if (live && !live->released.load()) latest = std::move(live);
+      }
+    }
+  }
+  if (!latest) {
+    throw NotOwnerError("unlock(" + lock_label(key) +
+                        "): the current thread holds no hold of it; nothing was changed in Redis. Release from the "
+                        "thread that took it, or through its LockGuard");
+  }
+  release(*latest);
+}
+
+RedisReply ServiceCore::retry_release(const HeldLock& lock, RedisReply reply, const Script& script,
+                                      std::span<const std::string_view> keys, std::span<const std::string_view> args,
+                                      ScriptRunner::ReplyTest acknowledged_if) {
+  // Not retried, the lock would stay held for the rest of its lease (nobody
+  // renews it once its release began), and every waiter with it: a slot
+  // migration refuses each script naming a lock's absent line keys (TRYAGAIN)
+  // for as long as it lasts.
+  Millis pause{10};
+  while (!transient_state(reply).empty() && Clock::now() + pause < lock.valid_until_time()) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, kOutageRetry);
+    reply = acknowledged_if ? scripts_.run_acknowledged(script, keys, args, acknowledged_if)
+                            : scripts_.run(script, keys, args);
+  }
+  return reply;
+}
+
+}  // namespace dlock::detail
