@@ -1,3 +1,5 @@
+// Starting COMMAND for `dlock run`: fork and exec with signals reset, its own process group
+// unless dlock is in the terminal's foreground, SIGKILL if dlock dies; then waiting and reaping.
 #include "child_process.hpp"
 
 #include <dirent.h>

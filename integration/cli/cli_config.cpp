@@ -1,3 +1,5 @@
+// resolve_config: --config FILE, else $DLOCK_CONFIG, else the built-in defaults with the
+// DLOCK_REDIS_* overrides; the same choice for every subcommand.
 #include "cli_config.hpp"
 
 #include <cstdlib>

@@ -1,3 +1,5 @@
+// The subcommands' argument parser: long options with a value (spaced or after '='),
+// switches, positionals, and the COMMAND that follows them or `--`.
 #include "cli_options.hpp"
 
 namespace dlock::cli {

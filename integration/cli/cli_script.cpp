@@ -1,3 +1,5 @@
+// CliScript: a dlock command's Lua script loaded with SCRIPT LOAD and run with EVALSHA,
+// loaded again after NOSCRIPT, as the library runs its own.
 #include "cli_script.hpp"
 
 #include "redis_refusal.hpp"

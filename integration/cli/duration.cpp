@@ -1,3 +1,5 @@
+// parse_duration: 250ms, 10s, 2m, 1h or plain milliseconds, up to a year; anything else
+// is a UsageError naming the option.
 #include "duration.hpp"
 
 #include <charconv>

@@ -1,3 +1,5 @@
+// Who holds a lock, as the CLI prints it: host and pid from the holder's registry entry,
+// since when from its acquisition id, as a line of text or as JSON fields.
 #include "holders.hpp"
 
 #include <algorithm>

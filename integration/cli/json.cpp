@@ -1,3 +1,5 @@
+// json_string: any bytes as a valid JSON string, well-formed UTF-8 kept as it is and every
+// other byte escaped.
 #include "json.hpp"
 
 #include <cstdio>

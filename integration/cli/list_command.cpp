@@ -1,3 +1,5 @@
+// `dlock list`: the lock hashes found by SCAN on every master, read a batch per round trip
+// (HGETALL, PTTL, ZCARD, GET), and printed as a table or one JSON array.
 #include "list_command.hpp"
 
 #include <algorithm>

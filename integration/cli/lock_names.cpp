@@ -1,3 +1,4 @@
+// A user key's Redis names for the CLI: P{K}, P{K}:fence and P{K}:released.
 #include "lock_names.hpp"
 
 namespace dlock::cli {

@@ -1,3 +1,5 @@
+// `dlock status` over a Redlock: the read script loaded on every node it can reach (a
+// majority at least), and the nodes' replies made one by the owners a majority agree on.
 #include "quorum_status.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Redis' error replies told to an operator: "not now" (exit 69) told from "no" (exit 76),
+// the advice for each kind, and a refused write traced to a read-only replica.
 #include "redis_refusal.hpp"
 
 #include "dlock/detail/transient_state.hpp"

@@ -1,3 +1,4 @@
+// integer_of: a reply's integer, from an integer reply or a bulk string of digits only.
 #include "reply_integer.hpp"
 
 #include <charconv>

@@ -1,3 +1,5 @@
+// `dlock run`: the lock, read or write lock, or semaphore permit taken, COMMAND run while it
+// is held, signals passed on, and the exit status that says how it went.
 #include "run_command.hpp"
 
 #include <signal.h>

@@ -1,3 +1,5 @@
+// The signal handlers of `dlock run`: SIGINT, SIGTERM and SIGHUP passed on to COMMAND once,
+// kept pending until it exists, and not sent again when the terminal already reached it.
 #include "signal_forwarder.hpp"
 
 #include <signal.h>

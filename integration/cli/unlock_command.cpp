@@ -1,3 +1,5 @@
+// `dlock unlock --force`: the library's forced-release script run on one key, the turn
+// handed to the oldest waiter, and every owner removed logged at warn.
 #include "unlock_command.hpp"
 
 #include <iostream>

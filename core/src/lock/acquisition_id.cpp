@@ -1,3 +1,5 @@
+// Acquisition ids ("<instance>:<thread>:<n>"): written, read back, and the clock that
+// draws each <n> as microseconds since the service started, strictly increasing.
 #include "dlock/detail/acquisition_id.hpp"
 
 #include <algorithm>

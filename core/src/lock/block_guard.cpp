@@ -1,3 +1,5 @@
+// The block and scope forms' guard: each kind of lock taken into a BlockGuard, and the
+// release on a normal exit that turns a lock lost in the body into LockLostError.
 #include "dlock/detail/block_guard.hpp"
 
 #include <exception>

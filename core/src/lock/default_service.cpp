@@ -1,3 +1,5 @@
+// The default lock service the macros use outside a LockAware class: one atomic slot,
+// and the error that says how to fill it.
 #include "dlock/default_service.hpp"
 
 #include <atomic>

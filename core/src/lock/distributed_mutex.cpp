@@ -1,3 +1,5 @@
+// DistributedMutex: each thread's holds kept as a stack of LockGuards, so that lock(),
+// try_lock() and unlock() behave as a standard Lockable's, re-entrant per thread.
 #include "dlock/distributed_mutex.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The pthread_atfork handlers: the fork generation counted in each child, and the
+// registered mutexes locked just before fork() and unlocked on both sides after it.
 #include "dlock/detail/fork_guard.hpp"
 
 #include <pthread.h>

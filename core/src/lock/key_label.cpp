@@ -1,3 +1,5 @@
+// Keys as messages and logs show them: bytes that are not printable escaped as \xNN,
+// at most 200 shown, and the "lock 'KEY'" labels built on that.
 #include "dlock/detail/key_label.hpp"
 
 namespace dlock::detail {

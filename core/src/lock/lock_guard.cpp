@@ -1,3 +1,5 @@
+// LockGuard: releasing its hold (throwing from unlock(), only logging from the destructor),
+// detach(), and what it tells of the hold: lost or not, its fencing token, its time left.
 #include "dlock/lock_guard.hpp"
 
 #include "dlock/detail/key_label.hpp"

@@ -1,3 +1,5 @@
+// The random parts of an owner token, drawn from getrandom as hex: 128 bits per
+// service instance, and 64 per thread, drawn on the thread's first use.
 #include "dlock/owner_token.hpp"
 
 #include <sys/random.h>

@@ -1,3 +1,5 @@
+// The instance registry's entry: its key and its "host= pid= started_ms=" text read
+// both ways, and the SET, refresh and DEL that keep it in Redis (failures only logged).
 #include "dlock/detail/instance_registry.hpp"
 
 #include <unistd.h>

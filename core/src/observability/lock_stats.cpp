@@ -1,3 +1,4 @@
+// format_stats: a LockStats as one line of name=value pairs for a log, latencies in microseconds.
 #include "dlock/lock_stats.hpp"
 
 #include <sstream>

@@ -1,3 +1,5 @@
+// prometheus_text: the stats as Prometheus text, with HELP and TYPE lines per family,
+// the caller's labels checked and escaped, and the acquire latency as a summary in seconds.
 #include "dlock/prometheus_text.hpp"
 
 #include <cstdint>

@@ -1,3 +1,5 @@
+// The start-up checks of each master's INFO: an evicting maxmemory-policy, and fewer
+// replicas connected than lock.replica_acks asks for. They warn; they never refuse.
 #include "dlock/detail/server_checks.hpp"
 
 #include <functional>

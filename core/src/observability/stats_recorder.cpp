@@ -1,3 +1,5 @@
+// The acquire-latency histogram behind stats() (8 buckets per power of two of microseconds),
+// its percentiles read from bucket bounds, and the snapshot of every counter.
 #include "dlock/detail/stats_recorder.hpp"
 
 #include <bit>

@@ -1,3 +1,5 @@
+// The multi-lock block forms' guard: a set taken with lock_all or try_lock_all, released
+// with unlock() on a normal exit so that a lock of the set lost meanwhile throws.
 #include "dlock/detail/block_multi_guard.hpp"
 
 #include <exception>

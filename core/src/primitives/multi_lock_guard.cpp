@@ -1,3 +1,5 @@
+// MultiLockGuard: one LockGuard per key, released last taken first; one stop token that
+// fires when any of them is lost; the set's fencing tokens, check() and time left.
 #include "dlock/multi_lock_guard.hpp"
 
 #include <algorithm>

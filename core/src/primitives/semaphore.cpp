@@ -1,3 +1,5 @@
+// Semaphore: a handle's calls passed to the service core, with the handle's count used
+// until the first acquisition creates the count in Redis.
 #include "dlock/semaphore.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Redlock's rules applied: the nodes' answers to acquire, release, renew and the rest
+// tallied into the one reply a single server would have given, or an outage.
 #include "dlock/detail/quorum.hpp"
 
 #include <algorithm>

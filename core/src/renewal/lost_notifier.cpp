@@ -1,3 +1,5 @@
+// The on_lost hooks' thread: hooks run one at a time in the order posted, one that
+// throws logged, and the thread left to end by itself when a hook destroys its owner.
 #include "dlock/detail/lost_notifier.hpp"
 
 #include "dlock/detail/key_label.hpp"

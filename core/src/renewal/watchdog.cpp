@@ -1,3 +1,5 @@
+// The watchdog's threads: a scheduler that plans each held lock's renewal and gives its
+// verdict on time, and a renewer that sends due renewals pipelined, and the keep-alive beat.
 #include "dlock/detail/watchdog.hpp"
 
 #include <algorithm>

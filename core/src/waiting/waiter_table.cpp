@@ -1,3 +1,5 @@
+// Local waiters in line per release channel: the channel's subscription, the notice that
+// wakes the waiter it names, and a releaser's offer of its lock to a waiter asleep in line.
 #include "dlock/detail/waiter_table.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// A cluster's layout read from its replies: CLUSTER SLOTS into slot ranges and their
+// nodes, MOVED and ASK into redirections; an empty host is the answering node's.
 #include "cluster/cluster_replies.hpp"
 
 #include <charconv>

@@ -1,3 +1,5 @@
+// The slot map: read with CLUSTER SLOTS (from a seed, later from any node it knows), installed
+// as one atomic pointer per slot, and the rotation of nodes the subscriber connects through.
 #include "cluster/cluster_topology.hpp"
 
 #include <algorithm>

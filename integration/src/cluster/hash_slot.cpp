@@ -1,3 +1,5 @@
+// Hash slots: CRC16 of a key or its {hash tag} modulo 16384, and which argument routes a
+// command (a script's first key, SCRIPT LOAD to every master, keyless commands anywhere).
 #include "cluster/hash_slot.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// One setting's text made a checked value: integers in range, redis:// URLs, host:port,
+// Redlock node lists, booleans and log levels, with messages that say what to write.
 #include "config/config_validation.hpp"
 
 #include "config/env_expansion.hpp"

@@ -1,3 +1,5 @@
+// ${VAR}, ${VAR:-default} and $${ in config values: references replaced by markers first and
+// their values put in last, so that a value never adds syntax to a URL.
 #include "config/env_expansion.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The words of a ConnectionError for each kind of transport failure (refused, timed out,
+// lost, garbled, every TLS refusal), each naming the setting to check.
 #include "connection/connection_failure.hpp"
 
 namespace dlock::detail {

@@ -1,3 +1,5 @@
+// The pool's borrow and return: idle connections checked for a close by the server, new ones up
+// to pool_size, a wait bounded by the command timeout, and a fork child's inherited ones dropped.
 #include "dlock/connection_pool.hpp"
 
 #include <chrono>

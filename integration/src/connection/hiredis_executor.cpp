@@ -1,3 +1,5 @@
+// HiredisExecutor: commands and pipelines on pooled connections, a command started now and
+// read later on a connection kept borrowed, renewals on the reserved one, and pub/sub.
 #include "dlock/hiredis_executor.hpp"
 
 #include "dlock/detail/fork_guard.hpp"

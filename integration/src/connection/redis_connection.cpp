@@ -1,3 +1,5 @@
+// One connection to Redis: connect, TLS, AUTH and SELECT; commands written and replies read
+// by hiredis' reader within their deadlines, one at a time or pipelined; hiredis replies converted.
 #include "dlock/redis_connection.hpp"
 
 #include <hiredis/hiredis.h>

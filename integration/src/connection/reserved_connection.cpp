@@ -1,3 +1,5 @@
+// The watchdog's reserved connection: one pipeline at a time, every wait cut to the
+// renewal's deadline, and a connection that failed mid-pipeline never used again.
 #include "dlock/reserved_connection.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// dial: a TCP connect to each address of a host in turn within the connect deadline, with
+// TCP_NODELAY and hiredis' keepalive settings on the socket.
 #include "connection/socket_dial.hpp"
 
 #include <fcntl.h>

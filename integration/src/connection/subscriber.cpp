@@ -1,3 +1,5 @@
+// The subscriber: its thread's loop (SUBSCRIBE for the channels wanted, messages called
+// back, PINGs on a silent connection, reconnecting with back-off), subscribe and cancel.
 #include "dlock/subscriber.hpp"
 
 #include <poll.h>

@@ -1,3 +1,5 @@
+// The transport: the TLS handshake with its server-name checks, and the reads and writes of
+// plain TCP or TLS, each wait bounded by the socket's timeouts and the caller's deadline.
 #include "connection/transport.hpp"
 
 #include <arpa/inet.h>

@@ -1,3 +1,5 @@
+// The Redlock executor: its nodes made and connected (a majority needed, no server twice by
+// run_id), commands sent to every node with the reply most gave, subscriptions on all.
 #include "dlock/redlock_executor.hpp"
 
 #include "dlock/detail/in_parallel.hpp"

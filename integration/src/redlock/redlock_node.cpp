@@ -1,3 +1,5 @@
+// One Redlock node: a HiredisExecutor that reads the server's uptime and run_id (INFO
+// server), so a node restarted within redis.redlock.restarted_node_delay_ms sits out votes.
 #include <charconv>
 #include <mutex>
 #include <optional>

@@ -1,3 +1,5 @@
+// Asking the Sentinels where the master is: every Sentinel at once, the address under the
+// highest config-epoch confirmed with ROLE, and a message naming what each one answered.
 #include "sentinel/master_discovery.hpp"
 
 #include <algorithm>

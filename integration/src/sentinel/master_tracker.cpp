@@ -1,3 +1,5 @@
+// Following a Sentinel set's master: the +switch-master listener, the thread that looks again
+// when told or suspecting, and no move to an address named under an older config-epoch.
 #include "sentinel/master_tracker.hpp"
 
 #include <spdlog/spdlog.h>

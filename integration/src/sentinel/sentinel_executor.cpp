@@ -1,3 +1,5 @@
+// The Sentinel executor's calls on the master: a READONLY refusal sent once more to a new
+// master; a failed connection reported to the tracker, so the next call finds the master anew.
 #include "dlock/sentinel_executor.hpp"
 
 #include <algorithm>

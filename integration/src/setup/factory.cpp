@@ -1,3 +1,5 @@
+// make_executor and make_lock_service: the executor redis.mode asks for, connected at once,
+// and the cross-setting checks the YAML loader makes, repeated for a Config built in code.
 #include "dlock/factory.hpp"
 
 #include <spdlog/spdlog.h>

@@ -1,3 +1,5 @@
+// make_logger: the one "dlock" spdlog logger, created once even when services start at
+// once, set to logging.level.
 #include "dlock/logging.hpp"
 
 #include <mutex>

@@ -1,3 +1,5 @@
+// The BIO methods over a socket: send with MSG_NOSIGNAL, recv with the caller's flags, and
+// "retry" past the caller's deadline so OpenSSL returns in time.
 #include "tls/nosignal_bio.hpp"
 
 #include <sys/socket.h>

@@ -1,3 +1,5 @@
+// The TLS client contexts: built from the CA, certificate and key files with a message per
+// bad file, cached per config, and built again when a file changes.
 #include "tls/tls_context.hpp"
 
 #include <openssl/err.h>

@@ -1,3 +1,5 @@
+// OpenSSL's failures sorted into TransportError kinds: untrusted, expired, wrong name, client
+// certificate refused, handshake failed, connection lost.
 #include "tls/tls_failure.hpp"
 
 #include <openssl/err.h>

@@ -1,3 +1,4 @@
+// The warning for redis.tls.verify: false, logged once per process for each server and name.
 #include "tls/tls_warning.hpp"
 
 #include <mutex>
