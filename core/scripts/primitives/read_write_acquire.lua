@@ -1,13 +1,14 @@
 -- A read-write lock's acquire, of a read (r) or the write (w).
 -- KEYS: write, readers, queue, alive, fence. ARGV: id, lease_ms,
--- "r|w wait_ms window_ms retention_ms", the caller's thread's id prefix
--- ("<instance>:<thread>:": a read inside this thread's write is granted).
+-- "r|w wait_ms window_ms retention_ms"[, the acquisition id of the write hold
+-- the caller re-enters as a reader: its owner holds it, not detached, as the
+-- client alone knows; a read inside it is granted at once].
 -- Replies: granted, the fencing token (a write's; 0 for a read); not granted,
 -- -1 - nap (ms the caller may sleep before its next try); errors DLOCK_WRONGTYPE.
 --@include prelude
 --@include primitives/holders
 local write, readers, queue, alive, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local id, lease, thread = ARGV[1], ARGV[2], ARGV[4]
+local id, lease, own_write = ARGV[1], ARGV[2], ARGV[4]
 local mode, wait, window, retention = string.match(ARGV[3], '^([rw]) (%d+) (%d+) (%d+)$')
 wait, window = tonumber(wait), tonumber(window)
 local member = mode .. id
@@ -15,13 +16,18 @@ local record = mode == 'w' and write or readers .. ':' .. id
 local bad = wrong_type(write, 'hash') or wrong_type(readers, 'set') or shared_line_types_bad(queue, alive)
   or wrong_type(record, 'hash')
 if bad then return redis.error_reply(bad) end
--- A retried call whose grant was never heard of: the grant is adopted (a
--- writer's token is the counter's value: no writer drew since, it held).
+-- A retried call whose grant was never heard of: the grant is adopted. As a
+-- lock's, a writer's token was never handed to anyone and may be gone with
+-- its counter: a new one is drawn, larger than any handed out before.
 if redis.call('HEXISTS', record, id) == 1 then
+  if mode == 'r' then
+    redis.call('PEXPIRE', record, lease)
+    return 0
+  end
+  local token, refused = draw_fence(fence, retention)
+  if not token then return refused or not_a_counter(fence) end
   redis.call('PEXPIRE', record, lease)
-  if mode == 'r' then return 0 end
-  local token = redis.call('GET', fence)
-  return tonumber(token) and (#token < 16 and tonumber(token) or token) or 0
+  return token
 end
 local channel = string.sub(write, 1, #write - #':write') .. ':released'
 forgive_stillness(alive, window, redis.call('ZSCORE', alive, ''))
@@ -38,8 +44,10 @@ if mode == 'w' then
     granted = reading == 0 and (head == nil or head == member)
   end
 elseif writer then
-  -- A read inside this thread's own write is granted at once: it waits for nobody.
-  granted = string.sub(writer, 1, #thread) == thread
+  -- A read inside its owner's own write hold is granted at once: it waits for
+  -- nobody. Decided by the exact acquisition id the client names: a detached
+  -- write, or another of the same thread's, is held against it as against anyone.
+  granted = own_write ~= nil and writer == own_write
   if not granted then nap = redis.call('PTTL', write) end
 else
   -- Readers go together, but never past a live writer that arrived before them.

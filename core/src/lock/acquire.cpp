@@ -114,6 +114,7 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
     }
     if (reply.type != RedisReply::Type::Integer) throw_reply_error(key, names, reply, "acquire");
     last_nap_ms = -1 - reply.integer;
+    unacknowledged.clear();  // refused as busy since: that is why, if the wait ends now
     Clock::time_point now = Clock::now();
     if (now >= deadline) break;
     // Never sleep past the holder's lease (a crashed holder publishes nothing)
@@ -144,21 +145,10 @@ LockGuard ServiceCore::acquire_first(std::string_view key, const std::string& he
   if (!tried_once) leave_line(names, id);
   (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
-  if (!unacknowledged.empty()) {
-    throw LockTimeoutError(lock_label(key) + ": granted, but not acknowledged by enough replicas (" +
-                           unacknowledged + "), so not taken; check the replicas (INFO replication: connected_slaves, "
-                           "lag) or lower lock.replica_acks, or raise lock.replica_ack_timeout_ms");
-  }
-  const std::string left = "lease or turn left " + std::to_string(last_nap_ms) + " ms";
-  if (tried_once) {
-    throw LockTimeoutError(lock_label(key) + ": busy; tried once, without waiting: another owner holds it or waits "
-                           "ahead in line (" + left + "); to wait for it, pass a wait (LockOptions::wait, or "
-                           "lock.wait_ms in the config)");
-  }
-  const long long waited_ms = std::chrono::duration_cast<Millis>(deadline - called).count();
-  throw LockTimeoutError(lock_label(key) + ": still busy after waiting " + std::to_string(waited_ms) +
-                         " ms: another owner holds it or waits ahead in line (" + left + "); wait longer "
-                         "(LockOptions::wait or lock.wait_ms) or use try_lock");
+  throw_not_had({lock_label(key), tried_once, std::chrono::duration_cast<Millis>(deadline - called),
+                 "another owner holds it or waits ahead in line (lease or turn left " + std::to_string(last_nap_ms) +
+                     " ms)",
+                 unacknowledged});
 }
 
 void ServiceCore::undo_unacknowledged_grant(std::string_view key, const LockNames& names, const std::string& id) {

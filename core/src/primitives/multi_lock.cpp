@@ -53,26 +53,21 @@ MultiLockGuard RedisLockService::acquire_all(std::vector<std::string> keys, Lock
       one.wait = left;
       LockGuard guard;
       try {
-        guard = core->acquire(key, one, false);
+        // With throw_on_timeout, so that a wait that runs out says why, in the words lock() would use.
+        guard = core->acquire(key, one, true);
+      } catch (const LockTimeoutError& e) {
+        const std::size_t had = taken.size();
+        release_taken(taken);
+        if (!throw_on_timeout) return {};
+        throw LockTimeoutError("lock_all: key " + std::to_string(had + 1) + " of " + std::to_string(keys.size()) +
+                               " (sorted): " + e.what() + "; the " + std::to_string(had) +
+                               " key(s) taken before it were released, so none of the set is held");
       } catch (...) {  // Redis unreachable, a key of another type: none of the set stays held
         release_taken(taken);
         throw;
       }
-      // An empty guard is a wait that ran out; a guard that is false but names its key was granted and
-      // lost at once (its grant came back already expired): that key is taken again below, with the rest.
-      if (!guard && guard.key().empty()) {
-        const std::size_t had = taken.size();
-        release_taken(taken);
-        if (!throw_on_timeout) return {};
-        throw LockTimeoutError("lock_all: " + detail::lock_label(key) + " (key " + std::to_string(had + 1) + " of " +
-                               std::to_string(keys.size()) + ", sorted) was " +
-                               (wait.count() == 0 ? std::string("busy; tried once, without waiting")
-                                                  : "still busy when the set's wait of " +
-                                                        std::to_string(wait.count()) + " ms ran out") +
-                               "; the " + std::to_string(had) +
-                               " key(s) taken before it were released, so none of the set is held; try again "
-                               "later or pass a longer wait");
-      }
+      // A guard that is false but names its key was granted and lost at once (its grant came back already
+      // expired): that key is taken again below, with the rest.
       taken.push_back(std::move(guard));
       // A key taken earlier may have been lost while this one was waited for (its fixed lease ran out, or
       // it was deleted): the set is not whole, and another owner may hold that key now. Start again.

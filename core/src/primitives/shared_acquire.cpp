@@ -129,11 +129,14 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
   const std::vector<std::string_view> key_views(keys.begin(), keys.end());
   // The held table has one entry per hold of a semaphore (permits are never re-entered).
   const std::string table_key = permits ? held_key(id + "#permits", request.key) : held;
-  const std::string thread_prefix = thread_owner + ':';
+  // A read inside this thread's own write hold is granted at once: the script is told that hold's exact id, as
+  // re-entry is decided by the owner (a detached write hold is no longer one: it is held against everyone).
+  const std::string own_write = request.kind == SharedKind::read ? live_write_id(thread_owner, request.key) : "";
   const Millis refresh = config_.turn_window / 3;
 
   WaiterTable::Ticket ticket;
   long long last_nap_ms = 0;
+  std::string unacknowledged;  // why the last grant did not count (lock.replica_acks), if it did not
   for (;;) {
     const Clock::time_point sent = Clock::now();
     const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
@@ -148,7 +151,7 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
         const std::string settings = std::string(request.kind == SharedKind::write ? "w " : "r ") +
                                      std::to_string(wait_left.count()) + ' ' + window_arg + ' ' +
                                      std::to_string(config_.fence_retention.count());
-        const std::array<std::string_view, 4> args{id, lease_arg, settings, thread_prefix};
+        const std::array<std::string_view, 4> args{id, lease_arg, settings, own_write};
         reply = scripts_.run_acknowledged(read_write_acquire_script(), key_views, args, &is_shared_grant);
       }
       if (!transient_state(reply).empty()) {
@@ -167,9 +170,10 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
     }
     if (reply.is_error() && reply.str.starts_with(kNotAcknowledgedError)) {
       // Granted on the master only (lock.replica_acks): given back, and tried again within the wait.
-      const HeldLock unacknowledged(std::string(request.key), record, id, table_key, 0);
+      unacknowledged = reply.str.substr(kNotAcknowledgedError.size() + 1);
+      const HeldLock given_back(std::string(request.key), record, id, table_key, 0);
       try {
-        run_own_release_of(unacknowledged, *release);
+        run_own_release_of(given_back, *release);
       } catch (const Error& e) {
         logger_->warn("{}: giving back a grant too few replicas acknowledged failed: {}", label, e.what());
       }
@@ -182,6 +186,7 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
       throw_shared_reply_error(label, names.base, reply);
     } else if (reply.type == RedisReply::Type::Integer) {
       last_nap_ms = -1 - reply.integer;
+      unacknowledged.clear();  // refused as busy since: that is why, if the wait ends now
     } else {
       throw_shared_reply_error(label, names.base, reply);
     }
@@ -199,18 +204,18 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
   if (!tried_once) leave_shared_line(queue, alive, member, channel);
   (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
-  const std::string what = permits ? std::to_string(request.permits) + " permit(s) of " + label : label;
-  if (tried_once) {
-    throw LockTimeoutError(what + ": busy; tried once, without waiting: " +
-                           (permits ? "too few permits free, or others wait ahead in line"
-                                    : "held in a conflicting mode, or a writer waits ahead in line") +
-                           "; to wait, pass a wait (LockOptions::wait, or lock.wait_ms in the config)");
-  }
-  const long long waited_ms = std::chrono::duration_cast<Millis>(deadline - called).count();
-  throw LockTimeoutError(what + ": not had after waiting " + std::to_string(waited_ms) + " ms: " +
-                         (permits ? "too few permits free, or others waited ahead in line"
-                                  : "held in a conflicting mode, or others waited ahead in line") +
-                         "; wait longer (LockOptions::wait or lock.wait_ms)");
+  throw_not_had({permits ? std::to_string(request.permits) + " permit(s) of " + label : label, tried_once,
+                 std::chrono::duration_cast<Millis>(deadline - called),
+                 permits ? "too few permits free, or others wait ahead in line"
+                         : "held in a conflicting mode, or others wait ahead in line",
+                 unacknowledged});
+}
+
+std::string ServiceCore::live_write_id(const std::string& thread_owner, std::string_view key) const {
+  const std::shared_ptr<HeldLock> write = find_live(held_key(thread_owner + "#write", key));
+  if (!write) return {};
+  std::lock_guard guard(mutex_);
+  return write->detached ? std::string() : write->owner;
 }
 
 void ServiceCore::leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member,
@@ -285,9 +290,13 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
     }
   }
   if (reply.type == RedisReply::Type::Integer && reply.integer == 0 && maybe_ran) {
-    // Gone after a try whose reply was lost: that try most likely freed it (the hold was valid when the
-    // release began). Counted as released; a loss at that very moment would go unreported here.
-    logger_->debug("{}: released by a try whose reply was lost; the retry found nothing left", lock->label());
+    // Gone after a try whose reply was lost: that try may have freed it, or it was gone already (deleted,
+    // expired, taken over) and the critical section may have overlapped another holder. Nobody can tell
+    // which now, so the holder is told so, as a lock's holder is when its release's reply is lost: never
+    // "released" on a guess.
+    throw ConnectionError(lock->label() + ": the release's reply was lost with its connection and the retry found "
+                          "the hold gone: either that release freed it, or it was lost before (its lease ran out or "
+                          "it was deleted) and the critical section may have overlapped another holder");
   } else if (reply.type == RedisReply::Type::Integer && reply.integer == 0) {
     handle_lost(lock, "release found it was no longer this holder's");
     throw LockLostError(lock->label() +

@@ -115,6 +115,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void release_own(const std::shared_ptr<HeldLock>& lock);
   RedisReply run_own_release(const HeldLock& lock);
   RedisReply run_own_release_of(const HeldLock& lock, const OwnRelease& own);
+  // The acquisition id of this thread's live, undetached write hold of `key`'s read-write lock; empty if none.
+  std::string live_write_id(const std::string& thread_owner, std::string_view key) const;
   void leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member,
                          const std::string& channel);
   [[noreturn]] void throw_shared_reply_error(const std::string& label, const std::string& base,
@@ -124,6 +126,15 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
                          const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
                          Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
+  // Why a wait ran out (not_had.cpp): one message for every primitive.
+  struct NotHad {
+    std::string what;            // "lock 'K'", "2 permit(s) of semaphore 'K'", ...
+    bool tried_once = false;     // a try without a wait
+    Millis waited{0};
+    std::string busy;            // who holds it, as the primitive can tell
+    std::string unacknowledged;  // set when the last grant was refused for too few replica acknowledgements
+  };
+  [[noreturn]] void throw_not_had(const NotHad& why) const;
   // Whether the lock exists in Redis (false if Redis could not be asked): a waiter's look before its first sleep.
   // Releases a grant that too few replicas acknowledged (lock.replica_acks).
   void undo_unacknowledged_grant(std::string_view key, const LockNames& names, const std::string& id);
