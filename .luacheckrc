@@ -9,14 +9,31 @@ read_globals = { "redis", "KEYS", "ARGV", "cjson", "cmsgpack", "bit", "struct" }
 -- mistake, shadowing, unreachable code, empty blocks.
 max_line_length = 120
 
--- The helper libraries (files other scripts `--@include`): their top-level functions are the
--- scripts' to use. Read from the files themselves, so a new helper needs no edit here.
-local libraries = { "core/scripts/prelude.lua", "core/scripts/primitives/holders.lua" }
+-- The helper libraries: the files some script pastes in with `--@include NAME`. Their top-level
+-- functions are the scripts' to use. Both found from the files themselves, so a new library or
+-- helper needs no edit here.
+local function read(path)
+  local file = assert(io.open(path), "run luacheck from the repository's root: " .. path .. " not found")
+  local text = file:read("*a")
+  file:close()
+  return text
+end
+local libraries, seen = {}, {}
+local listing = assert(io.popen("find core/scripts integration/cli/scripts -name '*.lua' | sort"))
+for path in listing:lines() do
+  local root = path:match("^(.-/scripts)/")
+  for name in read(path):gmatch("%-%-@include ([%w_/]+)") do
+    local library = root .. "/" .. name .. ".lua"
+    if not seen[library] then
+      seen[library] = true
+      libraries[#libraries + 1] = library
+    end
+  end
+end
+listing:close()
 local helpers = {}
 for _, path in ipairs(libraries) do
-  local file = assert(io.open(path), "run luacheck from the repository's root: " .. path .. " not found")
-  for name in file:read("*a"):gmatch("\nlocal function ([%w_]+)") do helpers[#helpers + 1] = name end
-  file:close()
+  for name in ("\n" .. read(path)):gmatch("\nlocal function ([%w_]+)") do helpers[#helpers + 1] = name end
 end
 local unused_helpers = {}
 for _, name in ipairs(helpers) do unused_helpers[#unused_helpers + 1] = "211/" .. name end

@@ -150,6 +150,50 @@ TEST_CASE("with every replica silent, each primitive's wait ends saying the repl
   pair.replica.thaw();
 }
 
+// --- Reproduction 5: the holder index sets had no expiry and were the only record of who holds.
+TEST_CASE("a hold's index entry deleted is a lost hold: its holder is told at the next renewal",
+          "[rules][eviction]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.lock.watchdog_timeout = 1500ms;  // renewed every 500 ms
+    c.logging.level = "off";
+  });
+  // The key whose loss must be noticed, per primitive: the lock's hash, the writer's record, the readers'
+  // and the permit holders' index sets.
+  const std::vector<std::pair<Primitive, std::string>> rows = {
+      {primitives()[0], "dlock:{indexed}"},
+      {primitives()[1], "dlock:{indexed}:rw:readers"},
+      {primitives()[2], "dlock:{indexed}:rw:write"},
+      {primitives()[3], "dlock:{indexed}:semaphore:holders"},
+  };
+  for (const auto& [primitive, name] : rows) {
+    DYNAMIC_SECTION(primitive.name) {
+      auto guard = primitive.take(*service, "indexed", {});
+      REQUIRE(guard);
+      // Every key that records the hold expires, so an abandoned one never stays: the index too.
+      CHECK(std::stoll(redis.run({"PTTL", name})) > 0);  // failed for the index sets: -1, no expiry
+      REQUIRE(redis.run({"DEL", name}) == "1");
+      CHECK(dlock::test::eventually([&] { return guard.lost(); }, 5s));  // failed: never told
+    }
+  }
+}
+
+TEST_CASE("a held permit's and a reader's index outlives their leases while they are renewed", "[rules][eviction]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
+    c.lock.watchdog_timeout = 600ms;  // renewed every 200 ms
+    c.logging.level = "off";
+  });
+  auto permit = service->semaphore("kept", 2).acquire();
+  auto reader = service->read_lock("kept");
+  std::this_thread::sleep_for(2s);  // several leases
+  CHECK_FALSE(permit.lost());
+  CHECK_FALSE(reader.lost());
+  CHECK(redis.run({"SCARD", "dlock:{kept}:semaphore:holders"}) == "1");
+  CHECK(redis.run({"SCARD", "dlock:{kept}:rw:readers"}) == "1");
+  CHECK(service->semaphore("kept", 2).available() == 1);
+}
+
 // The schedule table's other rows, the same outcome for every primitive.
 TEST_CASE("the same schedules give every primitive the same outcome", "[rules]") {
   dlock::test::RedisServer redis({"--enable-debug-command", "yes"});

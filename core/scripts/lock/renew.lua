@@ -3,7 +3,8 @@
 -- Still this acquisition's: extend (never shorten: a re-entry may have granted
 -- a longer fixed lease). Anything else (gone, taken over, overwritten by a key
 -- of another type) means the holder has lost it.
-if redis.pcall('HEXISTS', KEYS[1], ARGV[1]) ~= 1 then return 0 end
+--@include lock/hold
+if not still_held(KEYS[1], ARGV[1]) then return 0 end
 if ARGV[3] then redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+extend(KEYS[1], ARGV[1], ARGV[2])
 return 1

@@ -19,9 +19,15 @@ if bad then return redis.error_reply(bad) end
 -- A retried call whose grant was never heard of: the grant is adopted. As a
 -- lock's, a writer's token was never handed to anyone and may be gone with
 -- its counter: a new one is drawn, larger than any handed out before.
+-- A reader's grant counts only while its id is in the index: one that
+-- vanished from it is given back, and this call asks afresh.
+if mode == 'r' and redis.call('HEXISTS', record, id) == 1 and redis.call('SISMEMBER', readers, id) == 0 then
+  redis.call('DEL', record)
+end
 if redis.call('HEXISTS', record, id) == 1 then
   if mode == 'r' then
     redis.call('PEXPIRE', record, lease)
+    if redis.call('PTTL', readers) < tonumber(lease) then redis.call('PEXPIRE', readers, lease) end
     return 0
   end
   local token, refused = draw_fence(fence, retention)
@@ -72,6 +78,8 @@ if granted then
     if not token then return refused or not_a_counter(fence) end
   else
     redis.call('SADD', readers, id)
+    -- The index lives as long as its longest hold (renewals extend it too).
+    if redis.call('PTTL', readers) < tonumber(lease) then redis.call('PEXPIRE', readers, lease) end
   end
   redis.call('HSET', record, id, 1)
   redis.call('PEXPIRE', record, lease)

@@ -14,11 +14,13 @@ local bad = wrong_type(count, 'string') or wrong_type(holders, 'set') or shared_
   or wrong_type(record, 'hash')
 if bad then return redis.error_reply(bad) end
 -- A retried call whose grant was never heard of: the grant is adopted if it
--- holds what is asked now; else it is given back and this call asks afresh.
+-- holds what is asked now and is still counted (its id in the index); else it
+-- is given back and this call asks afresh.
 local orphan = redis.call('HGET', record, id)
 if orphan then
-  if tonumber(orphan) == asked then
+  if tonumber(orphan) == asked and redis.call('SISMEMBER', holders, id) == 1 then
     redis.call('PEXPIRE', record, lease)
+    if redis.call('PTTL', holders) < tonumber(lease) then redis.call('PEXPIRE', holders, lease) end
     return 0
   end
   redis.call('DEL', record)
@@ -48,6 +50,8 @@ if turn and permits - used >= asked then
   redis.call('HSET', record, id, asked)
   redis.call('PEXPIRE', record, lease)
   redis.call('SADD', holders, id)
+  -- The index lives as long as its longest hold (renewals extend it too).
+  if redis.call('PTTL', holders) < tonumber(lease) then redis.call('PEXPIRE', holders, lease) end
   if head == id then leave_line(queue, alive, id) end
   -- Permits left over: the next in line may fit too.
   if permits - used > asked and redis.call('EXISTS', queue) == 1 then redis.call('PUBLISH', channel, '') end
