@@ -20,7 +20,7 @@ void ServiceCore::throw_not_had(const NotHad& why) const {
                            "; to wait for it, pass a wait (LockOptions::wait, or lock.wait_ms in the config)");
   }
   throw LockTimeoutError(why.what + ": still busy after waiting " + std::to_string(why.waited.count()) + " ms: " +
-                         why.busy + "; wait longer (LockOptions::wait or lock.wait_ms) or use try_lock");
+                         why.busy + "; wait longer (LockOptions::wait or lock.wait_ms) or use " + why.try_form);
 }
 
 }  // namespace dlock::detail

@@ -59,9 +59,16 @@ MultiLockGuard RedisLockService::acquire_all(std::vector<std::string> keys, Lock
         const std::size_t had = taken.size();
         release_taken(taken);
         if (!throw_on_timeout) return {};
-        throw LockTimeoutError("lock_all: key " + std::to_string(had + 1) + " of " + std::to_string(keys.size()) +
-                               " (sorted): " + e.what() + "; the " + std::to_string(had) +
-                               " key(s) taken before it were released, so none of the set is held");
+        const std::string released = "; the " + std::to_string(had) +
+                                     " key(s) taken before it were released, so none of the set is held";
+        const std::string which = "lock_all: key " + std::to_string(had + 1) + " of " + std::to_string(keys.size()) +
+                                  " (sorted), " + detail::lock_label(key);
+        // The set's wait spent on the keys before it: this key was tried once, by no wait of the caller's choosing.
+        if (wait.count() > 0 && left.count() == 0) {
+          throw LockTimeoutError(which + ", was still busy when the set's wait of " + std::to_string(wait.count()) +
+                                 " ms ran out" + released + "; try again later or pass a longer wait");
+        }
+        throw LockTimeoutError(which + ": " + e.what() + released);
       } catch (...) {  // Redis unreachable, a key of another type: none of the set stays held
         release_taken(taken);
         throw;

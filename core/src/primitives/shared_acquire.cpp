@@ -208,14 +208,15 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
                  std::chrono::duration_cast<Millis>(deadline - called),
                  permits ? "too few permits free, or others wait ahead in line"
                          : "held in a conflicting mode, or others wait ahead in line",
-                 unacknowledged});
+                 unacknowledged,
+                 permits ? "try_acquire" : request.kind == SharedKind::read ? "try_read_lock" : "try_write_lock"});
 }
 
 std::string ServiceCore::live_write_id(const std::string& thread_owner, std::string_view key) const {
+  // A write hold wholly detached has left the table; one with a hold detached and others live is still the
+  // thread's (it may take the write again, as a lock after a partial detach), so a read inside it is too.
   const std::shared_ptr<HeldLock> write = find_live(held_key(thread_owner + "#write", key));
-  if (!write) return {};
-  std::lock_guard guard(mutex_);
-  return write->detached ? std::string() : write->owner;
+  return write ? write->owner : std::string();
 }
 
 void ServiceCore::leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member,

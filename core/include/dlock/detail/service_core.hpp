@@ -115,7 +115,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void release_own(const std::shared_ptr<HeldLock>& lock);
   RedisReply run_own_release(const HeldLock& lock);
   RedisReply run_own_release_of(const HeldLock& lock, const OwnRelease& own);
-  // The acquisition id of this thread's live, undetached write hold of `key`'s read-write lock; empty if none.
+  // The acquisition id of this thread's live write hold of `key`'s read-write lock (not wholly detached); empty if none.
   std::string live_write_id(const std::string& thread_owner, std::string_view key) const;
   void leave_shared_line(const std::string& queue, const std::string& alive, const std::string& member,
                          const std::string& channel);
@@ -133,6 +133,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
     Millis waited{0};
     std::string busy;            // who holds it, as the primitive can tell
     std::string unacknowledged;  // set when the last grant was refused for too few replica acknowledgements
+    std::string try_form = "try_lock";  // the call that tries without throwing, for the advice
   };
   [[noreturn]] void throw_not_had(const NotHad& why) const;
   // Whether the lock exists in Redis (false if Redis could not be asked): a waiter's look before its first sleep.
