@@ -13,7 +13,12 @@ end
 local function still_held(key, id)
   if redis.pcall('HEXISTS', key, id) ~= 1 then return false end
   local index = index_of(key, id)
-  return not index or redis.pcall('SISMEMBER', index, id) == 1
+  if not index then return true end
+  local member = redis.pcall('SISMEMBER', index, id)
+  -- An index overwritten by a key of another type is gone, as a record overwritten is; any other refusal
+  -- (an ACL without +sismember) is Redis' answer, not a verdict on the hold: the call fails with it.
+  if type(member) == 'table' and not string.find(member.err or '', 'WRONGTYPE', 1, true) then error(member) end
+  return member == 1
 end
 local function extend(key, id, lease)
   if redis.call('PTTL', key) < tonumber(lease) then redis.call('PEXPIRE', key, lease) end
