@@ -29,7 +29,8 @@ std::string refusal_advice(const std::string& message) {
   // Redis 7 words a script's refused command "...can't run this command or subcommand".
   if (contains(message, "NOPERM") || contains(message, "can't run this command")) {
     return "the Redis user lacks a right (NOPERM); grant it the ACL in the README's 'Running as a restricted "
-           "Redis user' (dlock status, list and unlock --force also need +hgetall; list needs +scan and +zcard)";
+           "Redis user' (dlock status, list and unlock --force also need +hgetall, and +smembers and +hget for "
+           "read-write locks' and semaphores' holders; list needs +scan and +zcard)";
   }
   if (contains(message, "WRONGTYPE")) {
     return "a Redis name of this lock holds data of another type, not a dlock lock; another program uses "
@@ -46,6 +47,16 @@ std::string describe_refusal(const std::string& endpoint, const std::string& wha
 void throw_refusal(const std::string& endpoint, const std::string& what, const std::string& answer) {
   if (refused_for_now(answer)) throw ConnectionError(describe_refusal(endpoint, what, answer));  // exit 69
   throw RedisError(describe_refusal(endpoint, what, answer));
+}
+
+Refusal refusal_of(const std::string& endpoint, const std::string& what, const RedisReply& reply) {
+  const std::string answer = reply.is_error() ? reply.str : std::string("an unexpected reply");
+  return {describe_refusal(endpoint, what, answer), reply.is_error() && refused_for_now(reply.str)};
+}
+
+void throw_refusal(const Refusal& refusal) {
+  if (refusal.for_now) throw ConnectionError(refusal.error);  // exit 69
+  throw RedisError(refusal.error);
 }
 
 void rethrow_if_replica(const RedisConfig& config, const std::string& what) {

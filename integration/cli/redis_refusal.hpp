@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dlock/config.hpp"
+#include "dlock/redis_executor.hpp"
 
 namespace dlock::cli {
 
@@ -24,6 +25,22 @@ std::string describe_refusal(const std::string& endpoint, const std::string& wha
 // Throws RedisError with describe_refusal's message (ConnectionError if the
 // answer is a "not now").
 [[noreturn]] void throw_refusal(const std::string& endpoint, const std::string& what, const std::string& answer);
+
+// A read Redis refused (or answered in a shape dlock does not know): what it
+// read is unknown, neither held nor free.
+struct Refusal {
+  std::string error;     // the message (describe_refusal's); empty: no refusal
+  bool for_now = false;  // Redis said "not now" (LOADING, TRYAGAIN, ...): exit 69, not 76
+
+  explicit operator bool() const { return !error.empty(); }
+};
+
+// The refusal of `what` at `endpoint` that `reply` is: an error reply, or a
+// reply of another shape than the caller expects ("an unexpected reply").
+Refusal refusal_of(const std::string& endpoint, const std::string& what, const RedisReply& reply);
+
+// Throws what throw_refusal throws for `refusal` (already described).
+[[noreturn]] void throw_refusal(const Refusal& refusal);
 
 // The advice for an error message that came from the library (a RedisError
 // of `run`), or "" if the message needs none.

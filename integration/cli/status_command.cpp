@@ -55,11 +55,9 @@ struct LockStatus {
   std::vector<Holder> owners;              // normally zero or one
   std::optional<long long> lease_ms;       // PTTL while held; none when free or without expiry
   std::optional<long long> fencing_token;  // none if never locked
-  std::string error;                       // Redis refused the read: held or free is unknown
-  bool refused_for_now = false;            // ... with "not now" (LOADING, TRYAGAIN, ...)
+  Refusal refusal;                         // set: held or free is unknown
   SharedStatus shared;                     // the read-write lock and semaphore of the same name
 };
-
 
 LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const std::string& endpoint,
                        const LockConfig& config, const std::string& key) {
@@ -70,17 +68,15 @@ LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const s
   status.lock_name = names.lock;
   const std::optional<RedisReply> agreed = script.quorum() ? agreed_status(replies, script.nodes()) : replies.front();
   if (!agreed) {
-    status.error = "redis " + endpoint + ": no majority of the Redlock's " + std::to_string(script.nodes()) +
-                   " nodes agree on " + names.lock + " now (it is being taken or given back, or nodes are down or "
-                   "refusing); try again";
-    status.refused_for_now = true;
+    status.refusal = {"redis " + endpoint + ": no majority of the Redlock's " + std::to_string(script.nodes()) +
+                          " nodes agree on " + names.lock + " now (it is being taken or given back, or nodes are "
+                          "down or refusing); try again",
+                      true};
     return status;
   }
   const RedisReply& reply = *agreed;
   if (reply.is_error() || reply.elements.size() != 3) {
-    status.error = describe_refusal(endpoint, "cannot read " + names.lock,
-                                    reply.is_error() ? reply.str : std::string("an unexpected reply"));
-    status.refused_for_now = reply.is_error() && refused_for_now(reply.str);
+    status.refusal = refusal_of(endpoint, "cannot read " + names.lock, reply);
     return status;
   }
   const RedisReply& hash = reply.elements[0];
@@ -92,8 +88,8 @@ LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const s
   if (!fence.is_nil()) {
     status.fencing_token = integer_of(fence);
     if (!status.fencing_token) {
-      status.error = "redis " + endpoint + ": " + names.fence + " is not a fencing counter; another program uses "
-                     "that name: delete it or choose another lock.key_prefix";
+      status.refusal = {"redis " + endpoint + ": " + names.fence + " is not a fencing counter; another program uses "
+                        "that name: delete it or choose another lock.key_prefix", false};
     }
   }
   return status;
@@ -109,7 +105,7 @@ std::string to_json(const std::vector<LockStatus>& statuses, const std::string& 
   for (std::size_t i = 0; i < statuses.size(); ++i) {
     const LockStatus& s = statuses[i];
     const bool held = !s.owners.empty();
-    const bool known = s.error.empty();  // a refused read is neither held nor free: null
+    const bool known = !s.refusal;  // a refused read is neither held nor free: null
     out << (i ? ",\n " : "") << "{\"key\":" << json_string(s.key)
         << ",\"held\":" << (!known ? "null" : held ? "true" : "false")
         << ",\"owner\":" << (held ? json_string(s.owners.front().owner) : "null")
@@ -123,7 +119,7 @@ std::string to_json(const std::vector<LockStatus>& statuses, const std::string& 
     }
     out << "]" << shared_status_json(s.shared) << ",\"lock_name\":" << json_string(s.lock_name)
         << ",\"redis\":" << json_string(endpoint);
-    if (!s.error.empty()) out << ",\"error\":" << json_string(s.error);
+    if (s.refusal) out << ",\"error\":" << json_string(s.refusal.error);
     out << "}";
   }
   out << "]\n";
@@ -133,7 +129,7 @@ std::string to_json(const std::vector<LockStatus>& statuses, const std::string& 
 std::string to_text(const LockStatus& s, const std::string& endpoint, long long now_ms) {
   std::ostringstream out;
   out << s.key << ": ";
-  if (!s.error.empty()) return out.str() + "unknown; " + s.error;
+  if (s.refusal) return out.str() + "unknown; " + s.refusal.error;
   if (s.owners.empty()) {
     out << "free (no lock " << s.lock_name << " on redis " << endpoint << ")";
   } else {
@@ -171,9 +167,11 @@ int status_command(std::span<char* const> args) {
     statuses.push_back(read_status(script, holders, redis.endpoint(), config.lock, key));
     LockStatus& status = statuses.back();
     status.shared = read_shared_status(shared_script, holders, redis.endpoint(), config.lock, key);
-    any_refusal = any_refusal || (!status.error.empty() && !status.refused_for_now) ||
-                  (!status.shared.error.empty() && !status.shared.refused_for_now);
-    any_not_now = any_not_now || status.refused_for_now || status.shared.refused_for_now;
+    for (const Refusal* refusal :
+         {&status.refusal, &status.shared.read_write.refusal, &status.shared.semaphore.refusal}) {
+      any_refusal = any_refusal || (*refusal && !refusal->for_now);
+      any_not_now = any_not_now || (*refusal && refusal->for_now);
+    }
   }
   if (parsed.has("--json")) {
     std::cout << to_json(statuses, redis.endpoint());
