@@ -90,8 +90,11 @@ int run_reporting_errors(const Subcommand& command, std::span<char* const> args)
     return kExitUnavailable;
   } catch (const dlock::RedisError& e) {
     std::string message = e.what();
-    // The library words a READONLY refusal as one of rights; say what it is.
-    if (message.find("READONLY") != std::string::npos) message += "; " + refusal_advice(message);
+    // The library words a READONLY refusal as one of rights; say what it is (once).
+    const std::string advice = refusal_advice(message);
+    if (message.find("READONLY") != std::string::npos && message.find(advice) == std::string::npos) {
+      message += "; " + advice;
+    }
     std::cerr << "dlock: redis refused: " << message << "\n";
     return kExitRedisError;
   } catch (const std::system_error& e) {

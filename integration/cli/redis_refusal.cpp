@@ -5,6 +5,7 @@
 #include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/factory.hpp"
+#include "node_reads.hpp"
 
 namespace dlock::cli {
 
@@ -60,20 +61,29 @@ void throw_refusal(const Refusal& refusal) {
 }
 
 void rethrow_if_replica(const RedisConfig& config, const std::string& what) {
-  bool replica = false;
+  std::string replicas;  // "host:port" of each server that said it is one
   try {
     const auto probe_executor = make_executor(config, false);
     RedisExecutor& probe = *probe_executor;
-    const RedisReply role = probe.command({"ROLE"});
-    replica = !role.is_error() && !role.elements.empty() && role.elements.front().str == "slave";
+    // A Redlock's nodes each: a replica among them refuses its part of every write.
+    const std::vector<RedisExecutor*> nodes = probe.quorum_nodes();
+    const std::vector<NodeReplies> roles = pipeline_on_each_node(probe, {{"ROLE"}});
+    for (std::size_t i = 0; i < roles.size(); ++i) {
+      const RedisReply* role = roles[i] ? &roles[i]->front() : nullptr;
+      if (!role || role->is_error() || role->elements.empty() || role->elements.front().str != "slave") continue;
+      const std::string endpoint =
+          nodes.empty() ? config.host + ":" + std::to_string(config.port) : nodes[i]->endpoint();
+      replicas += (replicas.empty() ? "" : ", ") + endpoint;
+    }
   } catch (const Error&) {
     // Unreachable now, or ROLE not granted: the original error stands.
   }
-  if (replica) {
-    throw RedisError("redis " + config.host + ":" + std::to_string(config.port) + ": " + what + ": " +
-                     refusal_advice("READONLY"));
+  if (replicas.empty()) throw;
+  if (config.mode != RedisMode::redlock) {
+    throw RedisError("redis " + replicas + ": " + what + ": " + refusal_advice("READONLY"));
   }
-  throw;
+  throw RedisError("redlock node(s) " + replicas + ": " + what + ": a read-only replica, not a master; a Redlock's "
+                   "nodes must be independent masters: list only masters in redis.redlock.nodes");
 }
 
 }  // namespace dlock::cli

@@ -47,8 +47,9 @@ Refusal refusal_of(const std::string& endpoint, const std::string& what, const R
 std::string refusal_advice(const std::string& message);
 
 // Called while a RedisError from the library is being handled: if the server
-// at `config` is a replica (ROLE), throws a RedisError saying that `what`
-// failed because it is read-only; otherwise rethrows the current exception.
+// at `config` (a Redlock: any of its nodes) is a replica (ROLE), throws a
+// RedisError naming it and saying that `what` failed because it is
+// read-only; otherwise rethrows the current exception.
 // (The library may word a write refused by a replica as a key of another type.)
 [[noreturn]] void rethrow_if_replica(const RedisConfig& config, const std::string& what);
 

@@ -24,6 +24,9 @@
 #include "exit_codes.hpp"
 #include "holders.hpp"
 #include "lock_names.hpp"
+#include "lua/cli_scripts.hpp"
+#include "node_script.hpp"
+#include "quorum_status.hpp"
 #include "redis_refusal.hpp"
 #include "signal_forwarder.hpp"
 
@@ -74,14 +77,17 @@ void on_lost(RunState& state) {
 }
 
 // Who holds `key` now, for the busy message; empty if that cannot be read.
+// Over a Redlock, the owner a majority of the nodes hold, as `dlock status` reads it.
 std::string current_holder(const Config& config, const std::string& key) {
   try {
     const auto redis_executor = make_executor(config.redis, false);
     RedisExecutor& redis = *redis_executor;
-    const RedisReply hash = redis.command({"HGETALL", lock_names(config.lock, key).lock});
-    if (hash.elements.size() < 2) return "";
+    const LockNames names = lock_names(config.lock, key);
+    NodeScript script(redis, std::string(lua::status), "read who holds the lock");
+    const std::optional<RedisReply> agreed = decided_status(script.run({names.lock, names.fence}), script.quorum());
+    if (!agreed || agreed->is_error() || agreed->elements.empty() || agreed->elements[0].elements.size() < 2) return "";
     HolderDirectory holders(redis, config.lock.key_prefix);
-    return ", held by " + holder_text(holders.holder(hash.elements[0].str, 0), now_unix_ms());
+    return ", held by " + holder_text(holders.holder(agreed->elements[0].elements[0].str, 0), now_unix_ms());
   } catch (const Error&) {
     return "";
   }

@@ -17,6 +17,7 @@
 #include "json.hpp"
 #include "lock_names.hpp"
 #include "lua/cli_scripts.hpp"
+#include "node_script.hpp"
 #include "quorum_status.hpp"
 #include "redis_refusal.hpp"
 #include "reply_integer.hpp"
@@ -59,19 +60,15 @@ struct LockStatus {
   SharedStatus shared;                     // the read-write lock and semaphore of the same name
 };
 
-LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const std::string& endpoint,
+LockStatus read_status(NodeScript& script, HolderDirectory& holders, const std::string& endpoint,
                        const LockConfig& config, const std::string& key) {
   const LockNames names = lock_names(config, key);
-  const std::vector<std::optional<RedisReply>> replies = script.run({names.lock, names.fence});
   LockStatus status;
   status.key = key;
   status.lock_name = names.lock;
-  const std::optional<RedisReply> agreed = script.quorum() ? agreed_status(replies, script.nodes()) : replies.front();
+  const std::optional<RedisReply> agreed = decided_status(script.run({names.lock, names.fence}), script.quorum());
   if (!agreed) {
-    status.refusal = {"redis " + endpoint + ": no majority of the Redlock's " + std::to_string(script.nodes()) +
-                          " nodes agree on " + names.lock + " now (it is being taken or given back, or nodes are "
-                          "down or refusing); try again",
-                      true};
+    status.refusal = {no_majority_agrees(endpoint, script.nodes(), names.lock), true};
     return status;
   }
   const RedisReply& reply = *agreed;
@@ -156,8 +153,12 @@ int status_command(std::span<char* const> args) {
   const Config config = resolve_config(parsed);
   const auto redis_executor = make_executor(config.redis);
   RedisExecutor& redis = *redis_executor;
-  LockReadScript script(redis, std::string(lua::status), "read a lock's status");
-  CliScript shared_script(redis, std::string(lua::shared_status), "read a read-write lock's and a semaphore's status");
+  NodeScript script(redis, std::string(lua::status), "read a lock's status");
+  // A Redlock offers neither read-write locks nor semaphores: nothing there to look for.
+  std::optional<CliScript> shared_script;
+  if (!script.quorum()) {
+    shared_script.emplace(redis, std::string(lua::shared_status), "read a read-write lock's and a semaphore's status");
+  }
   HolderDirectory holders(redis, config.lock.key_prefix);
 
   std::vector<LockStatus> statuses;
@@ -166,7 +167,7 @@ int status_command(std::span<char* const> args) {
   for (const auto& key : parsed.positionals) {
     statuses.push_back(read_status(script, holders, redis.endpoint(), config.lock, key));
     LockStatus& status = statuses.back();
-    status.shared = read_shared_status(shared_script, holders, redis.endpoint(), config.lock, key);
+    if (shared_script) status.shared = read_shared_status(*shared_script, holders, redis.endpoint(), config.lock, key);
     for (const Refusal* refusal :
          {&status.refusal, &status.shared.read_write.refusal, &status.shared.semaphore.refusal}) {
       any_refusal = any_refusal || (*refusal && !refusal->for_now);
