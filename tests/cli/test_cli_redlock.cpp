@@ -33,6 +33,48 @@ struct ThreeNodes {
 
 }  // namespace
 
+TEST_CASE("dlock list over a Redlock lists a lock a majority holds and leaves out one a minority holds",
+          "[cli][redlock]") {
+  ThreeNodes redlock;
+  // Taken while node 0 was down; node 0 came back empty (no persistence).
+  redlock.nodes[0].kill();
+  auto held = redlock.service->lock("cli:majority", {.lease = 60s});
+  redlock.nodes[0].start();
+  // A hash on node 0 alone: no majority holds it, and status says it is free.
+  REQUIRE(redlock.nodes[0].run({"HSET", "dlock:{cli:minority}", "someone", "1"}) == "1");
+
+  const auto json = redlock.dlock({"list", "--json"});
+  INFO(json.out << json.err);
+  CHECK(json.status == 0);
+  CHECK(lines_containing(json.out, "\"key\":\"cli:majority\"") == 1);  // once, though every node was scanned
+  CHECK(lines_containing(json.out, "cli:minority") == 0);
+  CHECK(json_field(json.out, "pid") == std::to_string(::getpid()));
+
+  const auto status = redlock.dlock({"status", "cli:minority"});
+  CHECK_THAT(status.out, Contains("free"));
+}
+
+TEST_CASE("dlock list over a Redlock shows a lock no majority agrees on as unknown and exits 69", "[cli][redlock]") {
+  ThreeNodes redlock;
+  REQUIRE(redlock.nodes[0].run({"HSET", "dlock:{cli:split}", "one-owner", "1"}) == "1");
+  REQUIRE(redlock.nodes[1].run({"HSET", "dlock:{cli:split}", "another-owner", "1"}) == "1");
+
+  const auto table = redlock.dlock({"list"});
+  INFO(table.out << table.err);
+  CHECK(table.status == 69);
+  CHECK(lines_containing(table.out, "cli:split  lock  unknown") == 1);  // its row, once
+  CHECK(lines_containing(table.out, "cli:split: unknown; ") == 1);      // and why, under the table
+  CHECK_THAT(table.out, Contains("no majority"));
+  CHECK_THAT(table.out, !Contains("one-owner") && !Contains("another-owner"));
+
+  const auto json = redlock.dlock({"list", "--json"});
+  INFO(json.out);
+  CHECK(json.status == 69);
+  CHECK(json_field(json.out, "key") == "\"cli:split\"");
+  CHECK(json_field(json.out, "owner") == "null");
+  CHECK_THAT(json_field(json.out, "error"), Contains("no majority"));
+}
+
 TEST_CASE("dlock run over a Redlock names the holder a majority holds when the lock is busy", "[cli][redlock]") {
   ThreeNodes redlock;
   auto guard = redlock.service->lock("cli:busy", {.lease = 60s});

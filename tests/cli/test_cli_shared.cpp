@@ -1,8 +1,11 @@
 // The `dlock` command with read-write locks and semaphores: `run --read`,
-// `run --write`, `run --permits NAME:N`, and `status` showing readers,
+// `run --write`, `run --permits NAME:N`, `status` and `list` showing readers,
 // writers and permits.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -14,6 +17,20 @@
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using namespace dlock::test;
+
+namespace {
+
+// A throwaway Redis, a service on it, and the config file dlock is run with.
+struct CliRedis {
+  RedisServer redis;
+  TempDir dir;
+  std::string config = config_file(dir, redis.port());
+  std::shared_ptr<dlock::RedisLockService> service = make_service(redis);
+
+  Result dlock(const std::vector<std::string>& args) const { return dlock_cli_with(dir, config, args); }
+};
+
+}  // namespace
 
 TEST_CASE("dlock run --permits NAME:N runs at most N commands at once", "[cli][semaphore]") {
   dlock::test::RedisServer redis;
@@ -107,4 +124,41 @@ TEST_CASE("dlock run refuses bad --permits, --read with --write, and a key with 
     CHECK_THAT(result.err, Catch::Contains("usage: dlock run"));
   }
   CHECK(redis.run({"KEYS", "dlock:{*"}).empty());
+}
+
+TEST_CASE("dlock list shows read-write locks and semaphores with their holders", "[cli][rwlock][semaphore]") {
+  CliRedis cli;
+  auto& service = cli.service;
+  auto other = make_service(cli.redis);
+  auto lock = service->lock("cli:plain");
+  auto writer = service->write_lock("cli:doc");
+  auto reader = service->read_lock("cli:book");
+  auto second_reader = other->read_lock("cli:book");
+  auto permits = service->semaphore("cli:pool", 5).acquire(2);
+  service->semaphore("cli:idle", 3).acquire(1).unlock();  // a count, nobody holding: not listed
+  auto braced = service->lock("cli:doc}:rw:write");        // its name ends like cli:doc's writer's
+
+  const auto json = cli.dlock({"list", "--json"});
+  INFO(json.out << json.err);
+  CHECK(json.status == 0);
+  CHECK(lines_containing(json.out, "\"kind\":") == 6);
+  CHECK(lines_containing(json.out, "\"key\":\"cli:plain\",\"kind\":\"lock\"") == 1);
+  CHECK(lines_containing(json.out, "\"key\":\"cli:doc}:rw:write\",\"kind\":\"lock\"") == 1);
+  CHECK(lines_containing(json.out, "\"key\":\"cli:doc\",\"kind\":\"write\"") == 1);
+  CHECK(lines_containing(json.out, "\"key\":\"cli:book\",\"kind\":\"read\"") == 2);
+  CHECK(lines_containing(json.out, "\"key\":\"cli:pool\",\"kind\":\"semaphore\"") == 1);
+  CHECK(lines_containing(json.out, "\"hold_count\":2,\"host\":") == 1);  // the permits that holder has
+  CHECK(lines_containing(json.out, "\"permits\":5") == 1);
+  CHECK(lines_containing(json.out, "\"pid\":" + std::to_string(::getpid())) == 6);
+  CHECK(lines_containing(json.out, "cli:idle") == 0);
+  // PATTERN is matched against the key itself.
+  const auto doc = cli.dlock({"list", "cli:doc", "--json"});
+  CHECK(lines_containing(doc.out, "\"kind\":") == 1);
+  CHECK(lines_containing(doc.out, "\"kind\":\"write\"") == 1);
+
+  const auto table = cli.dlock({"list", "cli:*"});
+  INFO(table.out);
+  CHECK(table.status == 0);
+  CHECK(lines_containing(table.out, "cli:book") == 2);
+  CHECK_THAT(table.out, Catch::Contains("2 locks, 2 read-write locks and 1 semaphore held under prefix 'dlock:'"));
 }
