@@ -3,7 +3,7 @@
 //   dlock run KEY [--wait DUR] [--lease DUR] [--config FILE] [--kill-on-lost] -- COMMAND [ARGS...]
 //   dlock status KEY... [--config FILE] [--json]
 //   dlock list [PATTERN] [--config FILE] [--json]
-//   dlock unlock --force KEY [--config FILE]
+//   dlock unlock --force KEY [--read-write | --semaphore [--owner TOKEN]] [--config FILE]
 // Every command also takes --section NAME (dlock's section of a service's own config file).
 //   dlock --version | --help | CMD --help
 
@@ -40,7 +40,8 @@ const char* const kUsage =
     "                                           lease, fencing token\n"
     "  list [PATTERN] [--json]                  list the locks, read-write locks and semaphores held under\n"
     "                                           the prefix, with their holders\n"
-    "  unlock --force KEY                       break a lock, whoever holds it (operators' escape hatch)\n"
+    "  unlock --force KEY                       break a lock, whoever holds it (operators' escape hatch);\n"
+    "                                           --read-write: its read-write lock, --semaphore: its permits\n"
     "  --version                                print the dlock version\n"
     "  -h, --help                               show this help; `dlock COMMAND --help` for a command's options\n"
     "Every command takes --config FILE (default: $DLOCK_CONFIG, else built-in defaults:\n"

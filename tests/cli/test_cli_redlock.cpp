@@ -75,6 +75,51 @@ TEST_CASE("dlock list over a Redlock shows a lock no majority agrees on as unkno
   CHECK_THAT(json_field(json.out, "error"), Contains("no majority"));
 }
 
+TEST_CASE("dlock unlock --force over a Redlock reports the owner a majority held though the hold counts differ",
+          "[cli][redlock]") {
+  ThreeNodes redlock;
+  auto guard = redlock.service->lock("cli:counts", {.lease = 60s});
+  const std::string owner = redlock.owner(1, "cli:counts");
+  // A re-entry reached nodes 0 and 1 but not node 2; then node 0 restarted empty.
+  REQUIRE(redlock.nodes[1].run({"HSET", "dlock:{cli:counts}", owner, "2"}) == "0");
+  redlock.nodes[0].kill();
+  redlock.nodes[0].start();
+
+  const auto result = redlock.dlock({"unlock", "--force", "cli:counts"});
+  INFO(result.out << result.err);
+  CHECK(result.status == 0);
+  CHECK_THAT(result.out, Contains("removed owner " + owner + " (hold count 2)"));
+  CHECK_THAT(result.out, Contains("2 of 3 nodes"));
+  for (const std::string& exists : redlock.nodes.run_everywhere({"EXISTS", "dlock:{cli:counts}"})) {
+    CHECK(exists == "0");
+  }
+
+  const auto again = redlock.dlock({"unlock", "--force", "cli:counts"});
+  CHECK(again.status == 1);
+  CHECK_THAT(again.err, Contains("not held"));
+}
+
+TEST_CASE("dlock unlock --force over a Redlock tells a stray grant from an owner some silent nodes may hold",
+          "[cli][redlock]") {
+  ThreeNodes redlock;
+  // A grant on node 0 alone, the others answering: a minority's, not the lock's holder.
+  REQUIRE(redlock.nodes[0].run({"HSET", "dlock:{cli:stray}", "stray-owner", "1"}) == "1");
+  const auto stray = redlock.dlock({"unlock", "--force", "cli:stray"});
+  INFO(stray.out << stray.err);
+  CHECK(stray.status == 1);
+  CHECK_THAT(stray.out, Contains("removed a grant no majority of the nodes held") && Contains("stray-owner"));
+  CHECK_THAT(stray.err, Contains("not held by a majority of the nodes"));
+  CHECK(redlock.nodes[0].run({"EXISTS", "dlock:{cli:stray}"}) == "0");
+
+  // A grant on nodes 0 and 1, node 1 now down: with it, a majority may hold it.
+  for (std::size_t i : {0, 1}) REQUIRE(redlock.nodes[i].run({"HSET", "dlock:{cli:silent}", "an-owner", "1"}) == "1");
+  redlock.nodes[1].kill();
+  const auto silent = redlock.dlock({"unlock", "--force", "cli:silent"});
+  INFO(silent.out << silent.err);
+  CHECK(silent.status == 0);
+  CHECK_THAT(silent.out, Contains("unlocked; removed owner an-owner (hold count 1) on 1 of 3 nodes; 1 did not answer"));
+}
+
 TEST_CASE("dlock run over a Redlock names the holder a majority holds when the lock is busy", "[cli][redlock]") {
   ThreeNodes redlock;
   auto guard = redlock.service->lock("cli:busy", {.lease = 60s});

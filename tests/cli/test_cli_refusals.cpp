@@ -163,6 +163,17 @@ TEST_CASE("the README's ACL serves dlock status, list and unlock --force", "[cli
   CHECK(unlock.status == 0);
   CHECK(held.redis.run({"EXISTS", "dlock:{cli:acl}"}) == "0");
 
+  // The read-write lock and semaphore of the same name: listed, and broken.
+  auto reader = held.holder->read_lock("cli:acl", {.lease = 60s});
+  auto permit = held.holder->semaphore("cli:acl", 2).acquire(1, {.lease = 60s});
+  const auto shared = held.dlock({"list", "--json"});
+  INFO(shared.out << shared.err);
+  CHECK(shared.status == 0);
+  CHECK(lines_containing(shared.out, "\"kind\":\"read\"") == 1);
+  CHECK(lines_containing(shared.out, "\"kind\":\"semaphore\"") == 1);
+  CHECK(held.dlock({"unlock", "--force", "--read-write", "cli:acl"}).status == 0);
+  CHECK(held.dlock({"unlock", "--force", "--semaphore", "cli:acl"}).status == 0);
+  CHECK(held.redis.run({"KEYS", "dlock:{cli:acl}:*:*:*"}).empty());  // no holder's record left
 }
 
 TEST_CASE("a user who may not read a lock gets exit 76 from status, never a free lock", "[cli][acl]") {

@@ -1,6 +1,6 @@
 // The `dlock` command with read-write locks and semaphores: `run --read`,
 // `run --write`, `run --permits NAME:N`, `status` and `list` showing readers,
-// writers and permits.
+// writers and permits, and `unlock --force` breaking them.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -161,4 +161,80 @@ TEST_CASE("dlock list shows read-write locks and semaphores with their holders",
   CHECK(table.status == 0);
   CHECK(lines_containing(table.out, "cli:book") == 2);
   CHECK_THAT(table.out, Catch::Contains("2 locks, 2 read-write locks and 1 semaphore held under prefix 'dlock:'"));
+}
+
+TEST_CASE("dlock unlock --force --read-write breaks a read-write lock and wakes the writer waiting for it",
+          "[cli][rwlock]") {
+  CliRedis cli;
+  // Readers whose records would stay 60 s, and a writer that would look again only every 20 s by itself:
+  // within its 10 s wait, only the notice of the forced unlock can let it in.
+  auto first = cli.service->read_lock("cli:rw", {.lease = 60s});
+  auto second = make_service(cli.redis)->read_lock("cli:rw", {.lease = 60s});
+  auto writers = make_service(cli.redis, [](dlock::Config& c) { c.lock.turn_window = 60s; });
+  std::atomic<bool> written{false};
+  std::thread writer([&] { written = static_cast<bool>(writers->try_write_lock("cli:rw", {.wait = 10s})); });
+  REQUIRE(eventually([&] { return cli.redis.run({"ZCARD", "dlock:{cli:rw}:rw:queue"}) == "1"; }));
+  const std::string reader_ids = cli.redis.run({"SMEMBERS", "dlock:{cli:rw}:rw:readers"});
+
+  const auto result = cli.dlock({"unlock", "--force", "--read-write", "cli:rw"});
+  INFO(result.out << result.err);
+  CHECK(result.status == 0);
+  CHECK(lines_containing(result.out, "removed reader") == 2);
+  CHECK_THAT(result.out, Catch::Contains(reader_ids.substr(0, reader_ids.find(' '))));
+  CHECK_THAT(result.err, Catch::Contains("forced unlock"));
+  writer.join();
+  CHECK(written);
+
+  // The read-write lock of a key whose plain lock is free: the plain unlock finds nothing.
+  CHECK(cli.dlock({"unlock", "--force", "cli:rw"}).status == 1);
+}
+
+TEST_CASE("dlock unlock --force --semaphore --owner returns one holder's permits and wakes the waiter",
+          "[cli][semaphore]") {
+  CliRedis cli;
+  // A holder that crashed with a 60 s lease keeps its permit that long; the other is alive.
+  auto stuck = cli.service->semaphore("cli:slots", 2).acquire(1, {.lease = 60s});
+  const std::string stuck_id = cli.redis.run({"SMEMBERS", "dlock:{cli:slots}:semaphore:holders"});
+  auto alive = cli.service->semaphore("cli:slots").acquire(1, {.lease = 60s});
+  auto waiters = make_service(cli.redis, [](dlock::Config& c) { c.lock.turn_window = 60s; });
+  std::atomic<bool> admitted{false};
+  std::thread waiter([&] {
+    admitted = static_cast<bool>(waiters->semaphore("cli:slots").try_acquire(1, {.wait = 10s}));
+  });
+  REQUIRE(eventually([&] { return cli.redis.run({"ZCARD", "dlock:{cli:slots}:semaphore:queue"}) == "1"; }));
+
+  const auto result = cli.dlock({"unlock", "--force", "--semaphore", "cli:slots", "--owner", stuck_id});
+  INFO(result.out << result.err);
+  CHECK(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains("removed holder " + stuck_id + " (1 permit)"));
+  CHECK(lines_containing(result.out, "removed") == 1);
+  waiter.join();
+  CHECK(admitted);
+  CHECK(cli.redis.run({"EXISTS", "dlock:{cli:slots}:semaphore:holders:" + stuck_id}) == "0");
+
+  const auto unknown = cli.dlock({"unlock", "--force", "--semaphore", "cli:slots", "--owner", stuck_id});
+  CHECK(unknown.status == 1);
+  CHECK_THAT(unknown.err, Catch::Contains("not held by " + stuck_id));
+}
+
+TEST_CASE("dlock unlock --force --semaphore returns every permit, and their holders learn they lost them",
+          "[cli][semaphore]") {
+  CliRedis cli;
+  auto holder = make_service(cli.redis, [](dlock::Config& c) { c.lock.watchdog_timeout = dlock::Millis(600); });
+  std::atomic<bool> told{false};
+  holder->on_lost([&](const std::string& name) { told = name == "cli:held"; });
+  auto permits = holder->semaphore("cli:held", 4).acquire(3);
+  auto writer = holder->write_lock("cli:held");
+
+  const auto result = cli.dlock({"unlock", "--force", "--semaphore", "cli:held"});
+  INFO(result.out << result.err);
+  CHECK(result.status == 0);
+  CHECK_THAT(result.out, Catch::Contains("(3 permits)"));
+  CHECK(cli.redis.run({"EXISTS", "dlock:{cli:held}:semaphore:holders"}) == "0");
+  CHECK(cli.redis.run({"GET", "dlock:{cli:held}:semaphore"}) == "4");  // the count stays
+  CHECK(eventually([&] { return permits.lost(); }, 5s));
+  CHECK(eventually([&] { return told.load(); }, 5s));
+  CHECK_FALSE(writer.lost());  // the read-write lock of the same name is another thing
+
+  CHECK(cli.dlock({"unlock", "--force", "--semaphore", "cli:held"}).status == 1);
 }
