@@ -238,3 +238,18 @@ TEST_CASE("dlock unlock --force --semaphore returns every permit, and their hold
 
   CHECK(cli.dlock({"unlock", "--force", "--semaphore", "cli:held"}).status == 1);
 }
+
+TEST_CASE("dlock run --permits on a semaphore closed with set_permits(0) says it is closed and runs nothing",
+          "[cli][semaphore]") {
+  CliRedis cli;
+  cli.service->semaphore("cli:closed", 2).set_permits(0);
+
+  const auto result =
+      cli.dlock({"run", "--permits", "cli:closed:2", "--wait", "1s", "--", "touch", cli.dir.file("ran")});
+  INFO(result.err);
+  CHECK(result.status == 75);
+  CHECK_THAT(result.err, Catch::Contains("cli:closed") && Catch::Contains("closed") &&
+                             Catch::Contains("set_permits"));
+  CHECK_THAT(result.err, !Catch::Contains("usage:"));
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+}
