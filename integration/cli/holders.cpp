@@ -10,6 +10,7 @@
 #include "dlock/detail/acquisition_id.hpp"
 #include "dlock/errors.hpp"
 #include "json.hpp"
+#include "node_reads.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -44,8 +45,13 @@ std::optional<detail::InstanceEntry> HolderDirectory::service(const std::string&
   if (auto known = entries_.find(instance_id); known != entries_.end()) return known->second;
   std::optional<detail::InstanceEntry> entry;
   try {
-    const RedisReply reply = redis_.command({"GET", detail::instance_key(key_prefix_, instance_id)});
-    if (reply.type == RedisReply::Type::String) entry = detail::decode_instance(reply.str);
+    // On a Redlock, any node's entry: only the service writes it, always the same text, so a node
+    // without it (restarted since, or missed a write) knows less, never otherwise.
+    const RedisCommand get{"GET", detail::instance_key(key_prefix_, instance_id)};
+    for (const NodeReplies& node : pipeline_on_each_node(redis_, {get})) {
+      if (entry || !node || node->front().type != RedisReply::Type::String) continue;
+      entry = detail::decode_instance(node->front().str);
+    }
   } catch (const ConnectionError&) {
     // The lock itself was read; who holds it stays unknown.
   }

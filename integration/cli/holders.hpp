@@ -23,7 +23,7 @@ struct Holder {
   std::optional<long long> since_unix_ms;  // when its lock() call began; needs `service`
 };
 
-// Reads registry entries, each at most once.
+// Reads registry entries, each at most once (on a Redlock, from every node at once).
 class HolderDirectory {
  public:
   HolderDirectory(RedisExecutor& redis, std::string key_prefix) : redis_(redis), key_prefix_(std::move(key_prefix)) {}

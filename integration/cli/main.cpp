@@ -3,7 +3,7 @@
 //   dlock run KEY [--wait DUR] [--lease DUR] [--config FILE] [--kill-on-lost] -- COMMAND [ARGS...]
 //   dlock status KEY... [--config FILE] [--json]
 //   dlock list [PATTERN] [--config FILE] [--json]
-//   dlock unlock --force KEY [--config FILE]
+//   dlock unlock --force KEY [--read-write | --semaphore [--owner TOKEN]] [--config FILE]
 // Every command also takes --section NAME (dlock's section of a service's own config file).
 //   dlock --version | --help | CMD --help
 
@@ -38,8 +38,10 @@ const char* const kUsage =
     "  run KEY [options] -- COMMAND [ARGS...]   run COMMAND while holding the lock KEY\n"
     "  status KEY... [--json]                   show who holds each lock (host, pid, since), hold count,\n"
     "                                           lease, fencing token\n"
-    "  list [PATTERN] [--json]                  list the locks held under the prefix, with their holders\n"
-    "  unlock --force KEY                       break a lock, whoever holds it (operators' escape hatch)\n"
+    "  list [PATTERN] [--json]                  list the locks, read-write locks and semaphores held under\n"
+    "                                           the prefix, with their holders\n"
+    "  unlock --force KEY                       break a lock, whoever holds it (operators' escape hatch);\n"
+    "                                           --read-write: its read-write lock, --semaphore: its permits\n"
     "  --version                                print the dlock version\n"
     "  -h, --help                               show this help; `dlock COMMAND --help` for a command's options\n"
     "Every command takes --config FILE (default: $DLOCK_CONFIG, else built-in defaults:\n"
@@ -90,8 +92,11 @@ int run_reporting_errors(const Subcommand& command, std::span<char* const> args)
     return kExitUnavailable;
   } catch (const dlock::RedisError& e) {
     std::string message = e.what();
-    // The library words a READONLY refusal as one of rights; say what it is.
-    if (message.find("READONLY") != std::string::npos) message += "; " + refusal_advice(message);
+    // The library words a READONLY refusal as one of rights; say what it is (once).
+    const std::string advice = refusal_advice(message);
+    if (message.find("READONLY") != std::string::npos && message.find(advice) == std::string::npos) {
+      message += "; " + advice;
+    }
     std::cerr << "dlock: redis refused: " << message << "\n";
     return kExitRedisError;
   } catch (const std::system_error& e) {

@@ -1,5 +1,5 @@
-// `dlock status` over a Redlock: the read script loaded on every node it can reach (a
-// majority at least), and the nodes' replies made one by the owners a majority agree on.
+// `dlock status` and `list` over a Redlock: the nodes' replies to a lock's read made one by
+// the owners a majority agree on, or by a refusal a majority gave alike.
 #include "quorum_status.hpp"
 
 #include <algorithm>
@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "dlock/detail/quorum.hpp"
-#include "dlock/errors.hpp"
 #include "reply_integer.hpp"
 
 namespace dlock::cli {
@@ -60,47 +59,6 @@ RedisReply merged(const std::vector<const RedisReply*>& agreeing, std::optional<
 
 }  // namespace
 
-LockReadScript::LockReadScript(RedisExecutor& redis, const std::string& source, const std::string& purpose) {
-  const std::vector<RedisExecutor*> nodes = redis.quorum_nodes();
-  quorum_ = !nodes.empty();
-  if (!quorum_) {
-    scripts_.emplace_back(std::in_place, redis, source, purpose);
-    return;
-  }
-  std::size_t loaded = 0;
-  std::string last_failure;
-  for (RedisExecutor* node : nodes) {
-    try {
-      scripts_.emplace_back(std::in_place, *node, source, purpose);
-      ++loaded;
-    } catch (const ConnectionError& e) {
-      scripts_.emplace_back(std::nullopt);
-      last_failure = e.what();
-    }
-  }
-  if (loaded < detail::majority_of(nodes.size())) {
-    throw ConnectionError("redlock: only " + std::to_string(loaded) + " of " + std::to_string(nodes.size()) +
-                          " nodes could be reached to " + purpose + " (last: " + last_failure + ")");
-  }
-}
-
-std::vector<std::optional<RedisReply>> LockReadScript::run(const std::vector<std::string>& keys) {
-  std::vector<std::optional<RedisReply>> replies;
-  for (auto& script : scripts_) {
-    if (!script) {
-      replies.emplace_back();
-      continue;
-    }
-    try {
-      replies.emplace_back(script->run(keys));
-    } catch (const ConnectionError&) {
-      if (!quorum_) throw;
-      replies.emplace_back();
-    }
-  }
-  return replies;
-}
-
 std::optional<RedisReply> agreed_status(const std::vector<std::optional<RedisReply>>& replies, std::size_t nodes) {
   std::vector<std::optional<Owners>> owners(replies.size());
   std::optional<long long> fence;
@@ -117,8 +75,21 @@ std::optional<RedisReply> agreed_status(const std::vector<std::optional<RedisRep
     }
     if (agreeing.size() >= detail::majority_of(nodes)) return merged(agreeing, fence);
   }
-  // No majority on owners: a majority refusing alike ("WRONGTYPE", "NOPERM",
-  // "BUSY") is reported as that refusal, so the operator sees what it is.
+  // No majority on owners: a majority refusing alike is reported as that refusal.
+  return agreed_refusal(replies, nodes);
+}
+
+std::optional<RedisReply> decided_status(const std::vector<std::optional<RedisReply>>& replies, bool quorum) {
+  if (!quorum) return replies.front();
+  return agreed_status(replies, replies.size());
+}
+
+std::string no_majority_agrees(const std::string& endpoint, std::size_t nodes, const std::string& lock_name) {
+  return "redis " + endpoint + ": no majority of the Redlock's " + std::to_string(nodes) + " nodes agree on " +
+         lock_name + " now (it is being taken or given back, or nodes are down or refusing); try again";
+}
+
+std::optional<RedisReply> agreed_refusal(const std::vector<std::optional<RedisReply>>& replies, std::size_t nodes) {
   for (const auto& reply : replies) {
     if (!reply || !reply->is_error()) continue;
     std::size_t alike = 0;

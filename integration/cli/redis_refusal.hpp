@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dlock/config.hpp"
+#include "dlock/redis_executor.hpp"
 
 namespace dlock::cli {
 
@@ -25,13 +26,30 @@ std::string describe_refusal(const std::string& endpoint, const std::string& wha
 // answer is a "not now").
 [[noreturn]] void throw_refusal(const std::string& endpoint, const std::string& what, const std::string& answer);
 
+// A read Redis refused (or answered in a shape dlock does not know): what it
+// read is unknown, neither held nor free.
+struct Refusal {
+  std::string error;     // the message (describe_refusal's); empty: no refusal
+  bool for_now = false;  // Redis said "not now" (LOADING, TRYAGAIN, ...): exit 69, not 76
+
+  explicit operator bool() const { return !error.empty(); }
+};
+
+// The refusal of `what` at `endpoint` that `reply` is: an error reply, or a
+// reply of another shape than the caller expects ("an unexpected reply").
+Refusal refusal_of(const std::string& endpoint, const std::string& what, const RedisReply& reply);
+
+// Throws what throw_refusal throws for `refusal` (already described).
+[[noreturn]] void throw_refusal(const Refusal& refusal);
+
 // The advice for an error message that came from the library (a RedisError
 // of `run`), or "" if the message needs none.
 std::string refusal_advice(const std::string& message);
 
 // Called while a RedisError from the library is being handled: if the server
-// at `config` is a replica (ROLE), throws a RedisError saying that `what`
-// failed because it is read-only; otherwise rethrows the current exception.
+// at `config` (a Redlock: any of its nodes) is a replica (ROLE), throws a
+// RedisError naming it and saying that `what` failed because it is
+// read-only; otherwise rethrows the current exception.
 // (The library may word a write refused by a replica as a key of another type.)
 [[noreturn]] void rethrow_if_replica(const RedisConfig& config, const std::string& what);
 

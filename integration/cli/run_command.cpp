@@ -24,6 +24,9 @@
 #include "exit_codes.hpp"
 #include "holders.hpp"
 #include "lock_names.hpp"
+#include "lua/cli_scripts.hpp"
+#include "node_script.hpp"
+#include "quorum_status.hpp"
 #include "redis_refusal.hpp"
 #include "signal_forwarder.hpp"
 
@@ -51,9 +54,9 @@ const char* const kRunUsage =
     "DUR is 250ms, 10s, 2m, 1h or a number of milliseconds. SIGINT, SIGTERM and SIGHUP are passed on\n"
     "to COMMAND once; COMMAND gets SIGKILL if dlock itself dies. Exit status: COMMAND's own (128+N\n"
     "if signal N killed it; 1 if it exited 0 but the lock was lost meanwhile), 75 lock busy for the\n"
-    "whole wait, 69 Redis unreachable, 76 Redis refused (a name holding another type, a missing ACL\n"
-    "right, a read-only replica), 78 bad config, 64 bad usage, 127 COMMAND not found, 126 COMMAND not\n"
-    "executable, 71 system error.\n";
+    "whole wait (or the semaphore closed: its count set to 0), 69 Redis unreachable, 76 Redis refused\n"
+    "(a name holding another type, a missing ACL right, a read-only replica), 78 bad config, 64 bad\n"
+    "usage, 127 COMMAND not found, 126 COMMAND not executable, 71 system error.\n";
 
 namespace {
 
@@ -74,16 +77,29 @@ void on_lost(RunState& state) {
 }
 
 // Who holds `key` now, for the busy message; empty if that cannot be read.
+// Over a Redlock, the owner a majority of the nodes hold, as `dlock status` reads it.
 std::string current_holder(const Config& config, const std::string& key) {
   try {
     const auto redis_executor = make_executor(config.redis, false);
     RedisExecutor& redis = *redis_executor;
-    const RedisReply hash = redis.command({"HGETALL", lock_names(config.lock, key).lock});
-    if (hash.elements.size() < 2) return "";
+    const LockNames names = lock_names(config.lock, key);
+    NodeScript script(redis, std::string(lua::status), "read who holds the lock");
+    const std::optional<RedisReply> agreed = decided_status(script.run({names.lock, names.fence}), script.quorum());
+    if (!agreed || agreed->is_error() || agreed->elements.empty() || agreed->elements[0].elements.size() < 2) return "";
     HolderDirectory holders(redis, config.lock.key_prefix);
-    return ", held by " + holder_text(holders.holder(hash.elements[0].str, 0), now_unix_ms());
+    return ", held by " + holder_text(holders.holder(agreed->elements[0].elements[0].str, 0), now_unix_ms());
   } catch (const Error&) {
     return "";
+  }
+}
+
+// Whether the semaphore `name` is closed (its count set to 0): no permit can
+// be had, however long one waits, until set_permits raises it.
+bool closed(RedisLockService& service, const std::string& name) {
+  try {
+    return service.semaphore(name).permits() < 1;
+  } catch (const Error&) {
+    return false;
   }
 }
 
@@ -167,16 +183,26 @@ int run_command(std::span<char* const> args) {
 
   // --wait, else the config's wait: try_lock alone would try once.
   options.wait = options.wait.value_or(config.lock.wait);
-  LockGuard guard = [&] {
-    try {
-      if (permits) return service->semaphore(permits->name, permits->count).try_acquire(1, options);
-      if (parsed.has("--read")) return service->try_read_lock(state->key, options);
-      if (parsed.has("--write")) return service->try_write_lock(state->key, options);
-      return service->try_lock(state->key, options);
-    } catch (const RedisError&) {
-      rethrow_if_replica(config.redis, "cannot take the lock " + state->key);
+  LockGuard guard;
+  try {
+    if (permits) {
+      guard = service->semaphore(permits->name, permits->count).try_acquire(1, options);
+    } else if (parsed.has("--read")) {
+      guard = service->try_read_lock(state->key, options);
+    } else if (parsed.has("--write")) {
+      guard = service->try_write_lock(state->key, options);
+    } else {
+      guard = service->try_lock(state->key, options);
     }
-  }();
+  } catch (const InvalidArgument&) {
+    // The library refuses to ask a semaphore for more permits than it has: for one permit, a closed one.
+    if (!permits || !closed(*service, permits->name)) throw;
+    std::cerr << "dlock: semaphore " << permits->name << " is closed: its permit count is 0 (set_permits(0)), "
+              << "so no permit can be had; COMMAND did not run. Open it again with set_permits(N)\n";
+    return kExitTempFail;
+  } catch (const RedisError&) {
+    rethrow_if_replica(config.redis, "cannot take the lock " + state->key);
+  }
   if (!guard) {
     const bool plain = !permits && !parsed.has("--read") && !parsed.has("--write");
     const std::string holder = plain ? current_holder(config, state->key)

@@ -17,6 +17,7 @@
 #include "json.hpp"
 #include "lock_names.hpp"
 #include "lua/cli_scripts.hpp"
+#include "node_script.hpp"
 #include "quorum_status.hpp"
 #include "redis_refusal.hpp"
 #include "reply_integer.hpp"
@@ -55,32 +56,24 @@ struct LockStatus {
   std::vector<Holder> owners;              // normally zero or one
   std::optional<long long> lease_ms;       // PTTL while held; none when free or without expiry
   std::optional<long long> fencing_token;  // none if never locked
-  std::string error;                       // Redis refused the read: held or free is unknown
-  bool refused_for_now = false;            // ... with "not now" (LOADING, TRYAGAIN, ...)
+  Refusal refusal;                         // set: held or free is unknown
   SharedStatus shared;                     // the read-write lock and semaphore of the same name
 };
 
-
-LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const std::string& endpoint,
+LockStatus read_status(NodeScript& script, HolderDirectory& holders, const std::string& endpoint,
                        const LockConfig& config, const std::string& key) {
   const LockNames names = lock_names(config, key);
-  const std::vector<std::optional<RedisReply>> replies = script.run({names.lock, names.fence});
   LockStatus status;
   status.key = key;
   status.lock_name = names.lock;
-  const std::optional<RedisReply> agreed = script.quorum() ? agreed_status(replies, script.nodes()) : replies.front();
+  const std::optional<RedisReply> agreed = decided_status(script.run({names.lock, names.fence}), script.quorum());
   if (!agreed) {
-    status.error = "redis " + endpoint + ": no majority of the Redlock's " + std::to_string(script.nodes()) +
-                   " nodes agree on " + names.lock + " now (it is being taken or given back, or nodes are down or "
-                   "refusing); try again";
-    status.refused_for_now = true;
+    status.refusal = {no_majority_agrees(endpoint, script.nodes(), names.lock), true};
     return status;
   }
   const RedisReply& reply = *agreed;
   if (reply.is_error() || reply.elements.size() != 3) {
-    status.error = describe_refusal(endpoint, "cannot read " + names.lock,
-                                    reply.is_error() ? reply.str : std::string("an unexpected reply"));
-    status.refused_for_now = reply.is_error() && refused_for_now(reply.str);
+    status.refusal = refusal_of(endpoint, "cannot read " + names.lock, reply);
     return status;
   }
   const RedisReply& hash = reply.elements[0];
@@ -92,8 +85,8 @@ LockStatus read_status(LockReadScript& script, HolderDirectory& holders, const s
   if (!fence.is_nil()) {
     status.fencing_token = integer_of(fence);
     if (!status.fencing_token) {
-      status.error = "redis " + endpoint + ": " + names.fence + " is not a fencing counter; another program uses "
-                     "that name: delete it or choose another lock.key_prefix";
+      status.refusal = {"redis " + endpoint + ": " + names.fence + " is not a fencing counter; another program uses "
+                        "that name: delete it or choose another lock.key_prefix", false};
     }
   }
   return status;
@@ -109,7 +102,7 @@ std::string to_json(const std::vector<LockStatus>& statuses, const std::string& 
   for (std::size_t i = 0; i < statuses.size(); ++i) {
     const LockStatus& s = statuses[i];
     const bool held = !s.owners.empty();
-    const bool known = s.error.empty();  // a refused read is neither held nor free: null
+    const bool known = !s.refusal;  // a refused read is neither held nor free: null
     out << (i ? ",\n " : "") << "{\"key\":" << json_string(s.key)
         << ",\"held\":" << (!known ? "null" : held ? "true" : "false")
         << ",\"owner\":" << (held ? json_string(s.owners.front().owner) : "null")
@@ -123,7 +116,7 @@ std::string to_json(const std::vector<LockStatus>& statuses, const std::string& 
     }
     out << "]" << shared_status_json(s.shared) << ",\"lock_name\":" << json_string(s.lock_name)
         << ",\"redis\":" << json_string(endpoint);
-    if (!s.error.empty()) out << ",\"error\":" << json_string(s.error);
+    if (s.refusal) out << ",\"error\":" << json_string(s.refusal.error);
     out << "}";
   }
   out << "]\n";
@@ -133,7 +126,7 @@ std::string to_json(const std::vector<LockStatus>& statuses, const std::string& 
 std::string to_text(const LockStatus& s, const std::string& endpoint, long long now_ms) {
   std::ostringstream out;
   out << s.key << ": ";
-  if (!s.error.empty()) return out.str() + "unknown; " + s.error;
+  if (s.refusal) return out.str() + "unknown; " + s.refusal.error;
   if (s.owners.empty()) {
     out << "free (no lock " << s.lock_name << " on redis " << endpoint << ")";
   } else {
@@ -160,8 +153,12 @@ int status_command(std::span<char* const> args) {
   const Config config = resolve_config(parsed);
   const auto redis_executor = make_executor(config.redis);
   RedisExecutor& redis = *redis_executor;
-  LockReadScript script(redis, std::string(lua::status), "read a lock's status");
-  CliScript shared_script(redis, std::string(lua::shared_status), "read a read-write lock's and a semaphore's status");
+  NodeScript script(redis, std::string(lua::status), "read a lock's status");
+  // A Redlock offers neither read-write locks nor semaphores: nothing there to look for.
+  std::optional<CliScript> shared_script;
+  if (!script.quorum()) {
+    shared_script.emplace(redis, std::string(lua::shared_status), "read a read-write lock's and a semaphore's status");
+  }
   HolderDirectory holders(redis, config.lock.key_prefix);
 
   std::vector<LockStatus> statuses;
@@ -170,10 +167,12 @@ int status_command(std::span<char* const> args) {
   for (const auto& key : parsed.positionals) {
     statuses.push_back(read_status(script, holders, redis.endpoint(), config.lock, key));
     LockStatus& status = statuses.back();
-    status.shared = read_shared_status(shared_script, holders, redis.endpoint(), config.lock, key);
-    any_refusal = any_refusal || (!status.error.empty() && !status.refused_for_now) ||
-                  (!status.shared.error.empty() && !status.shared.refused_for_now);
-    any_not_now = any_not_now || status.refused_for_now || status.shared.refused_for_now;
+    if (shared_script) status.shared = read_shared_status(*shared_script, holders, redis.endpoint(), config.lock, key);
+    for (const Refusal* refusal :
+         {&status.refusal, &status.shared.read_write.refusal, &status.shared.semaphore.refusal}) {
+      any_refusal = any_refusal || (*refusal && !refusal->for_now);
+      any_not_now = any_not_now || (*refusal && refusal->for_now);
+    }
   }
   if (parsed.has("--json")) {
     std::cout << to_json(statuses, redis.endpoint());

@@ -158,6 +158,9 @@ TEST_CASE("dlock rejects bad options and arguments with usage on stderr and exit
       {"status", "cli:k", "--json=yes"},
       {"unlock", "cli:k"},
       {"unlock", "--force"},
+      {"unlock", "--force", "cli:k", "--read-write", "--semaphore"},
+      {"unlock", "--force", "cli:k", "--owner", "a-token"},  // a lock is broken whole
+      {"unlock", "--force", "cli:k", "--semaphore", "--owner="},
   };
   for (const auto& args : bad_lines) {
     const auto result = dlock_cli(dir, args);
@@ -466,7 +469,7 @@ TEST_CASE("dlock --version prints the library version and --help describes every
       {"run", {"--wait", "--lease", "--config", "--kill-on-lost", "75", "69", "76", "78", "64", "127"}},
       {"status", {"--config", "--section", "--json", "76"}},
       {"list", {"PATTERN", "--config", "--section", "--json", "SCAN", "76"}},
-      {"unlock", {"--force", "--config", "76"}},
+      {"unlock", {"--force", "--read-write", "--semaphore", "--owner", "--config", "76"}},
   };
   for (const auto& [command, names] : options) {
     const auto usage = dlock_cli(dir, {command, "--help"});

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -43,6 +44,13 @@ struct LockHeldElsewhere {
   dlock::LockGuard guard = holder->lock("cli:acl");
   std::string config;
 };
+
+// LockHeldElsewhere with dlock run as a user who has the README's rights but `missing`.
+std::unique_ptr<LockHeldElsewhere> held_without(const std::string& missing) {
+  auto rights = readme_minimal_acl();
+  std::erase(rights, missing);
+  return std::make_unique<LockHeldElsewhere>("without" + missing.substr(1), rights);
+}
 
 }  // namespace
 
@@ -154,25 +162,64 @@ TEST_CASE("the README's ACL serves dlock status, list and unlock --force", "[cli
   INFO(unlock.out << unlock.err);
   CHECK(unlock.status == 0);
   CHECK(held.redis.run({"EXISTS", "dlock:{cli:acl}"}) == "0");
+
+  // The read-write lock and semaphore of the same name: listed, and broken.
+  auto reader = held.holder->read_lock("cli:acl", {.lease = 60s});
+  auto permit = held.holder->semaphore("cli:acl", 2).acquire(1, {.lease = 60s});
+  const auto shared = held.dlock({"list", "--json"});
+  INFO(shared.out << shared.err);
+  CHECK(shared.status == 0);
+  CHECK(lines_containing(shared.out, "\"kind\":\"read\"") == 1);
+  CHECK(lines_containing(shared.out, "\"kind\":\"semaphore\"") == 1);
+  CHECK(held.dlock({"unlock", "--force", "--read-write", "cli:acl"}).status == 0);
+  CHECK(held.dlock({"unlock", "--force", "--semaphore", "cli:acl"}).status == 0);
+  CHECK(held.redis.run({"KEYS", "dlock:{cli:acl}:*:*:*"}).empty());  // no holder's record left
 }
 
 TEST_CASE("a user who may not read a lock gets exit 76 from status, never a free lock", "[cli][acl]") {
-  auto rights = readme_minimal_acl();
-  std::erase(rights, "+hgetall");
-  LockHeldElsewhere held("blind", rights);
-
-  const auto status = held.dlock({"status", "cli:acl", "--json"});
+  const auto held = held_without("+hgetall");
+  const auto status = held->dlock({"status", "cli:acl", "--json"});
   INFO(status.out << status.err);
   CHECK(status.status == 76);
   CHECK(json_field(status.out, "held") == "null");
   CHECK_THAT(status.out, Catch::Contains("lacks a right") && Catch::Contains("+hgetall"));
 }
 
+TEST_CASE("a user who may not read a key's holders gets the error in both shared parts of status --json",
+          "[cli][acl]") {
+  const auto held = held_without("+smembers");
+  const auto status = held->dlock({"status", "cli:acl", "--json"});
+  INFO(status.out << status.err);
+  CHECK(status.status == 76);
+  CHECK(json_field(status.out, "held") == "true");  // the lock itself could be read
+  CHECK_THAT(status.out, Catch::Contains("\"read_write\":{\"error\":\"redis ") &&
+                             Catch::Contains("\"semaphore\":{\"error\":\"redis "));
+  CHECK_THAT(status.out, Catch::Contains("smembers") && Catch::Contains("lacks a right"));
+  const auto text = held->dlock({"status", "cli:acl"});
+  CHECK(text.status == 76);
+  CHECK_THAT(text.out, Catch::Contains("cli:acl (read-write): unknown;") &&
+                           Catch::Contains("cli:acl (semaphore): unknown;"));
+}
+
+TEST_CASE("a name of another type in a key's read-write lock makes only that part unknown in status", "[cli]") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string config = config_file(dir, redis.port());
+  REQUIRE(redis.run({"SET", "dlock:{cli:part}:rw:write", "someone else's string"}) == "OK");
+  auto service = make_service(redis);
+  auto permit = service->semaphore("cli:part", 2).acquire();
+
+  const auto status = dlock_cli(dir, {"status", "cli:part", "--config", config, "--json"});
+  INFO(status.out << status.err);
+  CHECK(status.status == 76);
+  CHECK(json_field(status.out, "held") == "false");
+  CHECK_THAT(status.out, Catch::Contains("\"read_write\":{\"error\":") && Catch::Contains("WRONGTYPE"));
+  CHECK_THAT(status.out, Catch::Contains("\"semaphore\":{\"permits\":2,\"in_use\":1,"));
+}
+
 TEST_CASE("a user who may not SCAN gets exit 76 from list, naming the right", "[cli][acl]") {
-  auto rights = readme_minimal_acl();
-  std::erase(rights, "+scan");
-  LockHeldElsewhere held("noscan", rights);
-  const auto list = held.dlock({"list"});
+  const auto held = held_without("+scan");
+  const auto list = held->dlock({"list"});
   INFO(list.out << list.err);
   CHECK(list.status == 76);
   CHECK_THAT(list.err, Catch::Contains("SCAN") && Catch::Contains("lacks a right"));

@@ -59,6 +59,24 @@ TEST_CASE("a Redlock lock is taken on every node, re-entered and released everyw
   CHECK(service->stats().lost == 0);
 }
 
+TEST_CASE("a Redlock executor answers a plain command with what a majority of nodes answered alike, or not at all",
+          "[redlock]") {
+  // Callers beyond the lock's scripts (a waiter's look, the registry, the dlock command) read through it.
+  RedlockNodes nodes(3);
+  const auto redis = dlock::make_executor(nodes.config().redis);
+  REQUIRE(nodes[0].run({"SET", "plain", "stray"}) == "OK");
+  REQUIRE(nodes[1].run({"SET", "plain", "other"}) == "OK");
+  // stray, other, nil: no majority agrees, so there is no answer to give.
+  CHECK_THROWS_AS(redis->command({"GET", "plain"}), dlock::ConnectionError);
+  const std::vector<dlock::RedisReply> split = redis->pipeline({{"GET", "plain"}, {"EXISTS", "plain"}});
+  REQUIRE(split.size() == 2);
+  CHECK_THAT(split[0].str, Contains("DLOCK_NO_QUORUM"));
+  CHECK(split[1].integer == 1);  // 1, 1, 0: a majority says it exists
+  REQUIRE(nodes[2].run({"SET", "plain", "other"}) == "OK");
+  CHECK(redis->command({"GET", "plain"}).str == "other");
+  CHECK(redis->pipeline({{"GET", "plain"}}).front().str == "other");
+}
+
 TEST_CASE("a Redlock works with any two of five nodes paused or killed, and not with three", "[redlock][fault]") {
   RedlockNodes nodes;
   auto service = dlock::make_lock_service(nodes.config());

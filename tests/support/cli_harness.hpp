@@ -166,6 +166,13 @@ inline Result dlock_cli(const TempDir& dir, const std::vector<std::string>& args
   return {status, process.out(), process.err()};
 }
 
+// dlock with `args` (the subcommand first) and --config `config` right after the subcommand, so before
+// any COMMAND of `run`.
+inline Result dlock_cli_with(const TempDir& dir, const std::string& config, std::vector<std::string> args) {
+  args.insert(args.begin() + 1, {"--config", config});
+  return dlock_cli(dir, args);
+}
+
 // A shell script that says when it runs and writes which signal it got, then exits 0.
 inline std::string trap_script(const TempDir& dir) {
   return dir.write("trap.sh",

@@ -6,10 +6,16 @@
 // core's (ScriptRunner over quorum_nodes()); this executor carries what is
 // not a lock decision:
 // - command() and command_parts() go to every node at once (the service's
-//   registry entry is written everywhere) and return the reply most nodes
-//   gave (the first in the nodes' order among equals); ConnectionError only
-//   when no node answered. pipeline() and urgent_pipeline() return the first
-//   node's replies that came.
+//   registry entry is written everywhere) and return the reply a majority of
+//   the nodes gave alike; ConnectionError when none did (too few answered, or
+//   they differ). pipeline() and urgent_pipeline() run on every node at once
+//   and decide command by command the same way, a command no majority
+//   answered alike getting an error reply starting DLOCK_NO_QUORUM;
+//   ConnectionError when fewer than a majority ran the pipeline. Whatever
+//   reads a lock's state from the nodes (owners, PTTLs, hold counts differ
+//   while they agree on the holder) applies the quorum's rules to each
+//   node's reply itself (quorum_nodes()), as the lock's scripts and the
+//   dlock command do.
 // - subscribe() listens on every node: a notice from any wakes the waiter.
 // - for_each_master() visits every node (the CLI's SCAN).
 

@@ -1,6 +1,8 @@
 // The Redlock executor: its nodes made and connected (a majority needed, no server twice by
-// run_id), commands sent to every node with the reply most gave, subscriptions on all.
+// run_id), commands sent to every node with the reply a majority gave alike, subscriptions on all.
 #include "dlock/redlock_executor.hpp"
+
+#include <algorithm>
 
 #include "dlock/detail/in_parallel.hpp"
 #include "dlock/detail/quorum.hpp"
@@ -22,33 +24,23 @@ bool same_reply(const RedisReply& a, const RedisReply& b) {
   return true;
 }
 
-// The reply most nodes gave (the first in the nodes' order among equals): a
-// read of a lock (dlock status, a waiter's look) shows what a majority holds
-// even while a node that missed it answers first.
-std::optional<RedisReply> most_given(std::vector<std::optional<RedisReply>>& replies) {
-  std::optional<std::size_t> best;
-  std::size_t best_count = 0;
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    if (!replies[i]) continue;
-    std::size_t count = 0;
-    for (const auto& other : replies) count += other && same_reply(*replies[i], *other) ? 1 : 0;
-    if (count > best_count) {
-      best = i;
-      best_count = count;
-    }
+// The reply a majority of the nodes gave alike, if any. Not "the reply given
+// most often": with one node down and two answering differently, that is
+// whichever answered first, and a reader would take one node's word for the
+// Redlock's (a lock one restarted node forgot would read as free).
+std::optional<RedisReply> majority_given(std::vector<std::optional<RedisReply>>& replies) {
+  for (auto& reply : replies) {
+    if (!reply) continue;
+    std::size_t alike = 0;
+    for (const auto& other : replies) alike += other && same_reply(*reply, *other) ? 1 : 0;
+    if (alike >= detail::majority_of(replies.size())) return std::move(reply);
   }
-  if (!best) return std::nullopt;
-  return std::move(replies[*best]);
+  return std::nullopt;
 }
 
-// The first of `answers` that has a reply; ConnectionError naming every node otherwise.
-template <typename Reply>
-Reply first_answer(std::vector<std::optional<Reply>>& replies, const std::vector<detail::NodeAnswer>& answers,
-                   std::string_view what) {
-  for (auto& reply : replies) {
-    if (reply) return std::move(*reply);
-  }
-  throw ConnectionError("redlock: no node could " + std::string(what) + ": " + detail::quorum_summary(answers));
+std::size_t answered(const std::vector<detail::NodeAnswer>& answers) {
+  return static_cast<std::size_t>(
+      std::count_if(answers.begin(), answers.end(), [](const detail::NodeAnswer& a) { return a.reply.has_value(); }));
 }
 
 }  // namespace
@@ -123,8 +115,11 @@ RedisReply RedlockExecutor::command_parts(std::span<const std::string_view> argv
       answers[i].failure = e.what();
     }
   }
-  if (auto reply = most_given(replies)) return std::move(*reply);
-  return first_answer(replies, answers, "run " + std::string(argv.empty() ? "" : argv.front()));
+  const std::string what = argv.empty() ? std::string() : std::string(argv.front());
+  if (auto reply = majority_given(replies)) return std::move(*reply);
+  throw ConnectionError("redlock: no majority of the nodes gave the same reply to " + what + ": " +
+                        detail::quorum_summary(answers) +
+                        (answered(answers) >= detail::majority_of(nodes_.size()) ? "; they answered differently" : ""));
 }
 
 std::vector<RedisReply> RedlockExecutor::pipeline(const std::vector<RedisCommand>& commands) {
@@ -142,9 +137,30 @@ std::vector<RedisReply> RedlockExecutor::urgent_pipeline(const std::vector<Redis
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     answers[i].endpoint = nodes_[i]->endpoint();
     if (failures[i]) answers[i].failure = detail::message_of(failures[i]);
-    if (failures[i]) replies[i].reset();
+    if (failures[i] || replies[i]->size() != commands.size()) replies[i].reset();
+    if (replies[i]) answers[i].reply = RedisReply{};
   }
-  return first_answer(replies, answers, "run a pipeline");
+  if (answered(answers) < detail::majority_of(nodes_.size())) {
+    throw ConnectionError("redlock: no majority of the nodes could run a pipeline: " + detail::quorum_summary(answers));
+  }
+  // Command by command, as command() decides one.
+  std::vector<RedisReply> agreed;
+  agreed.reserve(commands.size());
+  for (std::size_t k = 0; k < commands.size(); ++k) {
+    std::vector<std::optional<RedisReply>> per_node(nodes_.size());
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (replies[i]) per_node[i] = std::move((*replies[i])[k]);
+    }
+    std::optional<RedisReply> reply = majority_given(per_node);
+    if (!reply) {
+      reply = RedisReply{RedisReply::Type::Error, 0,
+                         std::string(detail::kNoQuorumError) + " no majority of the nodes gave the same reply to " +
+                             (commands[k].empty() ? std::string() : commands[k].front()),
+                         {}};
+    }
+    agreed.push_back(std::move(*reply));
+  }
+  return agreed;
 }
 
 Subscription RedlockExecutor::subscribe(const std::string& channel, MessageHandler on_message,

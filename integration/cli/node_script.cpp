@@ -1,0 +1,56 @@
+// NodeScript: a dlock command's script loaded on every node it can reach (a majority at
+// least) and run on all of them at once, each node's reply kept apart.
+#include "node_script.hpp"
+
+#include <utility>
+
+#include "dlock/detail/in_parallel.hpp"
+#include "dlock/detail/quorum.hpp"
+#include "dlock/errors.hpp"
+#include "node_reads.hpp"
+
+namespace dlock::cli {
+
+NodeScript::NodeScript(RedisExecutor& redis, const std::string& source, const std::string& purpose) {
+  const std::vector<RedisExecutor*> nodes = redis.quorum_nodes();
+  quorum_ = !nodes.empty();
+  if (!quorum_) {
+    scripts_.emplace_back(std::in_place, redis, source, purpose);
+    return;
+  }
+  std::size_t loaded = 0, refused = 0;
+  std::string last_failure, refusal;
+  for (RedisExecutor* node : nodes) {
+    try {
+      scripts_.emplace_back(std::in_place, *node, source, purpose);
+      ++loaded;
+      continue;
+    } catch (const RedisError& e) {  // this node's user lacks a right, say: the others may do
+      ++refused;
+      refusal = e.what();
+    } catch (const ConnectionError& e) {
+      last_failure = e.what();
+    }
+    scripts_.emplace_back(std::nullopt);
+  }
+  // A refusal a majority gave is the operator's to fix, not an outage.
+  if (refused >= detail::majority_of(nodes.size())) throw RedisError(refusal);
+  require_majority(loaded, nodes.size(), purpose, refusal.empty() ? last_failure : refusal);
+}
+
+std::vector<std::optional<RedisReply>> NodeScript::run(const std::vector<std::string>& keys,
+                                                       const std::vector<std::string>& args) {
+  if (!quorum_) return {scripts_.front()->run(keys, args)};
+  std::vector<std::optional<RedisReply>> replies(scripts_.size());
+  // Each node on a thread of its own: a paused node costs one command timeout, not one per node.
+  const auto failures = detail::in_parallel(scripts_.size(), [&](std::size_t i) {
+    if (scripts_[i]) replies[i] = scripts_[i]->run(keys, args);
+  });
+  rethrow_unless_unreachable(failures);
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    if (failures[i]) replies[i].reset();
+  }
+  return replies;
+}
+
+}  // namespace dlock::cli
