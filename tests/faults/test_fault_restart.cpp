@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "lost_times.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
@@ -174,4 +176,88 @@ TEST_CASE("a waiter whose wait outlasts a Redis outage gets the lock without an 
   INFO("waiter error: " << error);
   CHECK(error.empty());
   CHECK(got);
+}
+
+// The default lease is 30 s, so the next renewal is up to 10 s away: a holder
+// told within 3 s of the restart was told at the reconnect, not by a renewal.
+TEST_CASE("a holder whose lock a restart forgot is told once Redis answers again, not at its next renewal",
+          "[fault][restart]") {
+  dlock::test::RedisServer redis;
+  auto holder = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = 30000ms; });
+  dlock::test::LostTimes lost;
+  lost.hook(*holder);
+  auto forgotten = holder->lock("forgotten");
+  auto fixed = holder->lock("fixed-lease", {.lease = 60s});  // never renewed: told only by its release or clock
+  std::this_thread::sleep_for(200ms);                          // the service's watch on Redis is connected
+
+  const auto rounds_before = holder->stats().renewal_rounds;
+  redis.kill();  // no persistence: the restarted server holds no lock
+  std::this_thread::sleep_for(1500ms);
+  CHECK(holder->stats().renewal_rounds == rounds_before);  // nothing is renewed while Redis is down
+  redis.start();
+  const auto up = std::chrono::steady_clock::now();
+
+  const auto told_ms = lost.ms_after("forgotten", up);
+  REQUIRE(told_ms);
+  std::cout << "restart test: the holder was told " << *told_ms
+            << " ms after the restarted Redis answered (lease 30 s, next renewal due in 10 s)\n";
+  CHECK(*told_ms < 3000);
+  CHECK(forgotten.lost());
+  CHECK(forgotten.stop_token().stop_requested());
+  // One immediate round, not a round per reconnect attempt during the outage.
+  CHECK(holder->stats().renewal_rounds - rounds_before <= 2);
+  CHECK_FALSE(lost.told("fixed-lease"));
+  CHECK_THROWS_AS(fixed.unlock(), dlock::LockLostError);
+  CHECK_THROWS_AS(forgotten.unlock(), dlock::LockLostError);
+}
+
+TEST_CASE("a reconnect to the same server, or a restart that kept its data, costs no holder its lock",
+          "[fault][restart]") {
+  // AOF with appendfsync always: the restarted server has every lock it granted.
+  dlock::test::RedisServer redis({"--appendonly", "yes", "--appendfsync", "always"});
+  auto holder = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = 30000ms; });
+  dlock::test::LostTimes lost;
+  lost.hook(*holder);
+  auto kept = holder->lock("kept");
+  std::this_thread::sleep_for(200ms);
+
+  // Every connection killed, the same server: its run_id says it kept its data, so nothing is renewed.
+  const auto rounds_before = holder->stats().renewal_rounds;
+  CHECK(redis.run({"CLIENT", "KILL", "TYPE", "normal"}) != "0");
+  std::this_thread::sleep_for(1000ms);
+  CHECK(holder->stats().renewal_rounds == rounds_before);
+
+  redis.stop();
+  redis.start();
+  // The restart is a reset (a new run_id): one round renews the lock, which the server kept.
+  CHECK(dlock::test::eventually([&] { return holder->stats().renewal_rounds > rounds_before; }, 3s));
+  std::this_thread::sleep_for(500ms);
+  CHECK(kept);
+  CHECK_FALSE(lost.told("kept"));
+  CHECK_NOTHROW(kept.unlock());
+}
+
+TEST_CASE("without INFO, every reconnect counts as a restart: the holders' locks are renewed at once",
+          "[fault][restart]") {
+  // As for a user without +info: the run_id cannot be read.
+  dlock::test::RedisServer redis({"--rename-command", "INFO", ""});
+  auto holder = dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = 30000ms; });
+  dlock::test::LostTimes lost;
+  lost.hook(*holder);
+  auto kept = holder->lock("kept");
+  std::this_thread::sleep_for(200ms);
+
+  const auto rounds_before = holder->stats().renewal_rounds;
+  CHECK(redis.run({"CLIENT", "KILL", "TYPE", "normal"}) != "0");
+  CHECK(dlock::test::eventually([&] { return holder->stats().renewal_rounds > rounds_before; }, 3s));
+  CHECK(kept);
+
+  auto forgotten = holder->lock("forgotten");
+  redis.kill();
+  redis.start();
+  const auto up = std::chrono::steady_clock::now();
+  const auto told_ms = lost.ms_after("forgotten", up);
+  REQUIRE(told_ms);
+  CHECK(*told_ms < 3000);
+  CHECK(lost.told("kept"));
 }
