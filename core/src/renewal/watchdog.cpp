@@ -78,8 +78,10 @@ std::vector<bool> Watchdog::State::renew(const std::vector<std::shared_ptr<HeldL
   return renewed;
 }
 
-Watchdog::Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger)
+Watchdog::Watchdog(RedisExecutor& redis, ScriptRunner& scripts, StatsRecorder& stats,
+                   std::shared_ptr<spdlog::logger> logger)
     : state_(std::make_shared<State>()) {
+  state_->redis = &redis;
   state_->scripts = &scripts;
   state_->stats = &stats;
   state_->logger = std::move(logger);
@@ -100,10 +102,14 @@ void Watchdog::keep_alive(Millis period, std::function<void(Clock::time_point de
 Watchdog::~Watchdog() { stop(); }
 
 void Watchdog::stop() {
+  Subscription resets;
   {
     std::lock_guard guard(state_->mutex);
     state_->stopping = true;
+    resets = std::move(state_->resets);
   }
+  // Without the mutex: a notice in progress takes it, and is waited out here.
+  resets.reset();
   state_->wake.notify_all();
   state_->batch_ready.notify_all();
   // Destroyed from a lost handler on one of its own threads: that one exits by itself.
@@ -134,6 +140,7 @@ void Watchdog::watch(const std::shared_ptr<HeldLock>& lock, Clock::time_point gr
     if (!thread_.joinable()) {
       thread_ = std::thread(&Watchdog::run, state_);
       renewer_ = std::thread(&Watchdog::renew_batches, state_);
+      State::follow_resets(state_);
     }
   }
   // Waking the thread costs a context switch on every lock(); it is only
@@ -163,6 +170,7 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
     }
   };
   while (!state->stopping) {
+    state->renew_all_now(guard);
     state->hand_beat_if_due(Clock::now());
     if (state->schedule.empty()) {
       // Nothing to do. If a task was due later (its lock has been released
@@ -265,7 +273,9 @@ void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
       const std::shared_ptr<HeldLock>& lock = batch[i];
       state->in_flight.erase(lock.get());
       if (!state->watched.contains(lock.get())) continue;  // released, or given its verdict, meanwhile
-      const Millis after = renewed[i] ? renewal_period(*lock) : retry_delay(*lock);
+      // Sent before a reset was noticed, its answer may predate the master's return: once more, now.
+      const bool again = state->renew_again.erase(lock.get()) > 0;
+      const Millis after = again ? Millis(0) : renewed[i] ? renewal_period(*lock) : retry_delay(*lock);
       state->plan_locked(lock, std::min(verdict_time(*lock), now + after));
     }
     state->report(guard, lost);

@@ -1,7 +1,8 @@
 #pragma once
 // The watchdog's state, shared by the service and the watchdog's threads
 // (watchdog.cpp): the locks watched and when each falls due, the batches
-// handed to the renewer, the keep-alive beat; and the timing rules they follow.
+// handed to the renewer, the keep-alive beat, the masters' resets
+// (master_resets.cpp); and the timing rules they follow.
 
 #include <algorithm>
 #include <condition_variable>
@@ -52,7 +53,8 @@ using LostList = std::vector<std::pair<std::shared_ptr<HeldLock>, std::string>>;
 // Shared by the service and the thread, so the thread can outlive a Watchdog
 // destroyed from inside its own lost handler.
 struct Watchdog::State {
-  ScriptRunner* scripts;  // valid until stopping (the owner joins before it goes)
+  RedisExecutor* redis;   // valid until stopping (the owner joins before it goes)
+  ScriptRunner* scripts;  // likewise
   StatsRecorder* stats;   // likewise
   std::shared_ptr<spdlog::logger> logger;
   LostHandler on_lost;  // set before the thread starts, then only read
@@ -71,6 +73,9 @@ struct Watchdog::State {
   Millis beat_period{0};                                        // likewise
   Clock::time_point beat_due = Clock::time_point::max();        // guarded by mutex: max when there is no beat
   bool beat_pending = false;                                    // guarded by mutex: handed to the renewer
+  Subscription resets;                    // guarded by mutex: the executor's reset notices, threads' start to stop()
+  std::string reset;                      // guarded by mutex: a reset not yet acted on ("" none), for the log
+  std::set<const HeldLock*> renew_again;  // guarded by mutex: in flight at a reset; due again once back
 
   // Hands the keep-alive beat to the renewer once it is due.
   void hand_beat_if_due(Clock::time_point now) {
@@ -101,8 +106,19 @@ struct Watchdog::State {
     if (it == watched.end()) return false;
     schedule.erase({it->second.second, lock});
     watched.erase(it);
+    renew_again.erase(lock);
     return true;
   }
+
+  // Master resets (master_resets.cpp). Subscribes `state` to the executor's
+  // notices; called under the mutex as the threads start.
+  static void follow_resets(const std::shared_ptr<State>& state);
+  // A notice, on the executor's thread: wakes the scheduler.
+  void on_reset(const std::string& what);
+  // The scheduler's part: every watchdog-managed lock falls due now (one on
+  // the wire goes again once back). Logs without the mutex, which `guard`
+  // holds on entry and exit.
+  void renew_all_now(std::unique_lock<std::mutex>& guard);
 
   // Renews `batch` in one pipeline, giving up at `deadline`. Returns, per lock,
   // whether it was renewed (validity extended), found gone (appended to
