@@ -3,19 +3,17 @@
 #include "connection/master_watch.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <system_error>
 #include <thread>
 
+#include "connection/callback_calls.hpp"
+#include "connection/wake_fd.hpp"
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
@@ -51,29 +49,19 @@ namespace watch {
 // loop and the cancel function can name it.
 struct SharedState {
   explicit SharedState(MasterWatch::Masters masters_) : masters(std::move(masters_)) {
-    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd < 0) throw std::system_error(errno, std::generic_category(), "dlock master watch: eventfd");
     // A parent thread may hold it at fork(); the child must not inherit it locked.
     hold_across_fork(mutex);
   }
-  ~SharedState() {
-    release_across_fork(mutex);
-    ::close(wake_fd);
-  }
+  ~SharedState() { release_across_fork(mutex); }
   SharedState(const SharedState&) = delete;
   SharedState& operator=(const SharedState&) = delete;
 
-  void wake() const {
-    const std::uint64_t one = 1;
-    // A full counter still leaves the eventfd readable, so a failed write loses nothing.
-    [[maybe_unused]] auto written = ::write(wake_fd, &one, sizeof one);
-  }
   bool forked() const { return generation != fork_generation(); }
   bool on_thread() const { return std::this_thread::get_id() == thread_id; }
 
   const MasterWatch::Masters masters;
   const unsigned generation = fork_generation();  // of the process that made it
-  int wake_fd = -1;
+  const WakeFd wakeup{"dlock master watch"};
 
   std::mutex mutex;
   std::condition_variable changed;  // a listener's call finished, or stopping
@@ -250,7 +238,7 @@ class Loop {
   void wait(bool any_down) {
     Clock::time_point until = Clock::now() + kPingInterval;
     if (any_down && state_.masters.look_again) until = std::min(until, next_look_);
-    std::vector<pollfd> watched{{state_.wake_fd, POLLIN, 0}};
+    std::vector<pollfd> watched{{state_.wakeup.fd(), POLLIN, 0}};
     std::vector<std::pair<const std::string*, Link*>> polled;
     bool pending = false;
     for (auto& [name, link] : links_) {
@@ -264,10 +252,7 @@ class Loop {
     const int timeout = pending ? 0 : static_cast<int>(std::clamp<long long>(left, 0, kPingInterval.count()));
     const int ready = ::poll(watched.data(), watched.size(), timeout);
     if (ready < 0) return;  // EINTR: go round again
-    if (watched[0].revents != 0) {
-      std::uint64_t count = 0;
-      [[maybe_unused]] auto read_bytes = ::read(state_.wake_fd, &count, sizeof count);
-    }
+    if (watched[0].revents != 0) state_.wakeup.drain();
     const Clock::time_point now = Clock::now();
     for (std::size_t i = 0; i < polled.size(); ++i) {
       auto& [name, link] = polled[i];
@@ -283,34 +268,16 @@ class Loop {
     }
   }
 
-  // Calls every listener without the mutex (they may unsubscribe); each is
-  // looked up again just before its call, so one that unsubscribed is not called.
+  // Every listener, as callback_calls.hpp says: without the mutex (they may
+  // unsubscribe), and none after its unsubscribing returned.
   void tell(const std::string& what) {
-    std::vector<std::uint64_t> ids;
+    std::vector<std::pair<std::uint64_t, std::shared_ptr<RedisExecutor::ResetHandler>>> targets;
     {
       std::lock_guard lock(state_.mutex);
-      for (const auto& entry : state_.listeners) ids.push_back(entry.first);
+      targets.assign(state_.listeners.begin(), state_.listeners.end());
     }
-    for (std::uint64_t id : ids) {
-      std::shared_ptr<RedisExecutor::ResetHandler> handler;
-      {
-        std::lock_guard lock(state_.mutex);
-        auto found = state_.listeners.find(id);
-        if (found == state_.listeners.end()) continue;
-        handler = found->second;
-        state_.running_id = id;
-      }
-      try {
-        (*handler)(what);
-      } catch (...) {
-        // A listener that throws must not keep the others from hearing.
-      }
-      {
-        std::lock_guard lock(state_.mutex);
-        state_.running_id = 0;
-      }
-      state_.changed.notify_all();
-    }
+    const auto still_listening = [&](std::uint64_t id) { return state_.listeners.contains(id); };
+    call_each(state_.mutex, state_.changed, state_.running_id, targets, still_listening, what);
   }
 
   State& state_;
@@ -344,15 +311,9 @@ MasterWatch::~MasterWatch() {
     if (state_->forked()) return;
     thread = std::move(state_->thread);
   }
-  state_->wake();
+  state_->wakeup.wake();
   state_->changed.notify_all();
-  if (!thread.joinable()) return;
-  // Destroyed from one of its own listeners: the thread exits by itself once the call returns.
-  if (thread.get_id() == std::this_thread::get_id()) {
-    thread.detach();
-    return;
-  }
-  thread.join();
+  join_unless_calling(std::move(thread));
 }
 
 Subscription MasterWatch::watch(RedisExecutor::ResetHandler on_reset) {
