@@ -9,38 +9,25 @@
 #include <atomic>
 #include <functional>
 #include <future>
-#include <iostream>
 #include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "deployment_yaml.hpp"
-#include "lost_times.hpp"
 #include "redis_cluster.hpp"
+#include "shared_cluster.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using Catch::Matchers::Contains;
 
+using dlock::test::cluster;
+using dlock::test::cluster_service;
+using dlock::test::slot_of;
+
 namespace {
-
-dlock::test::RedisCluster& cluster() {
-  static dlock::test::RedisCluster shared(3, 1);
-  return shared;
-}
-
-std::shared_ptr<dlock::RedisLockService> cluster_service(dlock::Millis lease = 30s) {
-  dlock::Config config = cluster().config();
-  config.lock.watchdog_timeout = lease;
-  return dlock::make_lock_service(config);
-}
-
-std::uint16_t slot_of(const std::string& key) {
-  dlock::ClusterExecutor executor(cluster().config().redis);
-  return static_cast<std::uint16_t>(executor.script_group("dlock:{" + key + "}"));
-}
 
 std::string id_of(int port) { return cluster().node(port).run({"CLUSTER", "MYID"}); }
 
@@ -430,54 +417,6 @@ TEST_CASE("flash_sale and the dlock command work unchanged on the cluster, from 
   CHECK(cluster().node(cluster().master_port(slot_of("stock:CLUSTER"))).run({"GET", "stock:CLUSTER"}) == "0");
 }
 #endif
-
-TEST_CASE("a master restarted empty: its holders are told once it answers, holders elsewhere keep their locks",
-          "[cluster]") {
-  // The default lease (30 s): the next renewal is 10 s away, so a verdict
-  // within 3 s of the restart came from the round the restart triggered.
-  auto service = cluster_service(30s);
-  dlock::test::LostTimes lost;
-  lost.hook(*service);
-  const std::string forgotten = "forgotten";
-  const int restarted_port = cluster().master_port(slot_of(forgotten));
-  std::string elsewhere;
-  for (int i = 0; elsewhere.empty(); ++i) {
-    const std::string key = "elsewhere:" + std::to_string(i);
-    if (cluster().master_port(slot_of(key)) != restarted_port) elsewhere = key;
-  }
-  auto forgotten_guard = service->lock(forgotten);
-  auto elsewhere_guard = service->lock(elsewhere);
-  std::this_thread::sleep_for(200ms);  // the service's watch on the masters is connected
-
-  // Back well within the node timeout: still the master of its slots, without their keys.
-  dlock::test::RedisServer& restarted = cluster().node(restarted_port);
-  restarted.kill();
-  restarted.start();
-  const auto up = Clock::now();
-  // A restarted master refuses commands (CLUSTERDOWN) for its first 2 s
-  // (Redis' CLUSTER_WRITABLE_DELAY): neither the round nor a second owner gets
-  // an answer before it serves the slot again.
-  while (restarted.run({"EXISTS", "dlock:{" + forgotten + "}"}).starts_with("CLUSTERDOWN") &&
-         dlock::test::elapsed_ms(up) < 10000) {
-    std::this_thread::sleep_for(5ms);
-  }
-  const auto serving = Clock::now();
-  const auto told_ms = lost.ms_after(forgotten, serving);
-  REQUIRE(told_ms);
-  std::cout << "cluster test: the holder on the restarted master was told " << *told_ms
-            << " ms after it served its slots again (it refused them for "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(serving - up).count()
-            << " ms after it accepted connections; lease 30 s)\n";
-  CHECK(*told_ms < 3000);
-  CHECK(forgotten_guard.lost());
-  REQUIRE_NOTHROW(cluster().wait_healthy());
-  REQUIRE(cluster().master_port(slot_of(forgotten)) == restarted_port);
-  std::this_thread::sleep_for(1000ms);
-  CHECK(elsewhere_guard);
-  CHECK_FALSE(lost.told(elsewhere));
-  CHECK_NOTHROW(elsewhere_guard.unlock());
-  CHECK(service->lock(forgotten, {.wait = 5s}));
-}
 
 TEST_CASE("a master failed over: holders are told when the lock is gone, others go on, waiters get it", "[cluster]") {
   // A lease shorter than a failover (node timeout 1 s, then the election):
