@@ -38,6 +38,13 @@ void add(dlock::history::Report& total, const dlock::history::Report& one) {
     total.longest_free_wait_s = one.longest_free_wait_s;
     total.longest_free_wait_at = one.longest_free_wait_at;
   }
+  total.forgetting_restarts += one.forgetting_restarts;
+  total.holds_through_forgetting += one.holds_through_forgetting;
+  if (!one.longest_restart_notice_at.empty() &&
+      (total.longest_restart_notice_at.empty() || one.longest_restart_notice_s > total.longest_restart_notice_s)) {
+    total.longest_restart_notice_s = one.longest_restart_notice_s;
+    total.longest_restart_notice_at = one.longest_restart_notice_at;
+  }
   total.violations.insert(total.violations.end(), one.violations.begin(), one.violations.end());
   total.problems.insert(total.problems.end(), one.problems.begin(), one.problems.end());
 }

@@ -186,6 +186,28 @@ void longest_free_wait(const Record& record, Report& report) {
   report.longest_free_wait_at += before.empty() ? ", no fault nearby" : ", after: " + before;
 }
 
+void restart_notice(const Record& record, Report& report) {
+  for (const Fault& f : record.faults) {
+    if (f.kind != "restart-redis" || f.how != "forget") continue;
+    ++report.forgetting_restarts;
+    for (const Hold& h : record.holds) {
+      if (h.grant_ns >= f.from_ns || h.end_ns <= f.until_ns) continue;  // not held from before the kill to the return
+      if (h.told_ns && *h.told_ns < f.from_ns) continue;                  // lost before, for another reason
+      if (!h.told_ns && h.released == "ok") continue;                      // released in Redis: not forgotten
+      ++report.holds_through_forgetting;
+      // Never told (its release failed too): it believed until its hold ended.
+      const std::int64_t told_at = h.told_ns ? *h.told_ns : h.end_ns;
+      const double seconds = static_cast<double>(std::max<std::int64_t>(0, told_at - f.until_ns)) / 1e9;
+      if (!report.longest_restart_notice_at.empty() && seconds <= report.longest_restart_notice_s) continue;
+      report.longest_restart_notice_s = seconds;
+      const std::string how_told =
+          !h.told_ns ? ", never told"
+                     : ", told by " + h.told_via + (told_at <= h.end_ns ? " inside its section" : " after its section");
+      report.longest_restart_notice_at = show_hold(record, h) + ", Redis back at " + at(record, f.until_ns) + how_told;
+    }
+  }
+}
+
 std::string counts(const std::map<std::string, int>& by_kind) {
   std::string out;
   for (const auto& [kind, n] : by_kind) out += (out.empty() ? "" : ", ") + kind + " " + std::to_string(n);
@@ -220,6 +242,7 @@ Report check_history(const Record& record) {
   check_tokens(record, report);
   check_counter(record, report);
   longest_free_wait(record, report);
+  restart_notice(record, report);
   return report;
 }
 
@@ -249,6 +272,12 @@ std::string format_report(const Report& r, bool details) {
          " unknown: " + counter_verdict(r) + "\n";
   out += "longest the lock sat free while a lock() call waited: " + std::string(free_wait) + " s" +
          (r.longest_free_wait_at.empty() ? "" : " (" + r.longest_free_wait_at + ")") + "\n";
+  char notice[32];
+  std::snprintf(notice, sizeof notice, "%.3f", r.longest_restart_notice_s);
+  out += "restarts that forgot the lock " + std::to_string(r.forgetting_restarts) + ", holds that lived through one " +
+         std::to_string(r.holds_through_forgetting) + "; the longest such a holder believed it held after Redis " +
+         "answered again: " + std::string(notice) + " s" +
+         (r.longest_restart_notice_at.empty() ? "" : " (" + r.longest_restart_notice_at + ")") + "\n";
   for (const auto& problem : r.problems) out += "INCOMPLETE RECORD: " + problem + "\n";
   for (std::size_t i = 0; details && i < r.violations.size(); ++i) {
     out += "VIOLATION " + std::to_string(i + 1) + ": " + r.violations[i];

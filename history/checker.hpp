@@ -36,6 +36,12 @@
 //    between its check and its SET: exactly what fencing is for).
 // 4. The longest time the lock sat free (no hold) while some lock() call was
 //    waiting, with the faults just before it: a figure, not a verdict.
+// 5. The restart notice: of the holds that lived through a restart which
+//    forgot the lock (restart-redis how=forget: granted before the kill,
+//    still held when Redis answered again), the longest time from Redis
+//    answering to the holder's lost notice (or, never told, to the end of its
+//    hold): how long a holder went on believing in a lock Redis no longer
+//    had. A figure, not a verdict (the overlaps say whether it did harm).
 // An incomplete record (no driver events, no final counter, the driver
 // aborted) fails the check too.
 
@@ -70,6 +76,10 @@ struct Report {
   bool counter_ok = false;
   double longest_free_wait_s = 0;
   std::string longest_free_wait_at;  // where, and the faults just before
+  int forgetting_restarts = 0;       // restart-redis how=forget
+  int holds_through_forgetting = 0;  // holds that lived through one
+  double longest_restart_notice_s = 0;
+  std::string longest_restart_notice_at;  // which hold, and how it was told
   std::vector<std::string> violations;  // one multi-line description each, with the events around it
   std::vector<std::string> problems;    // the record is incomplete
 

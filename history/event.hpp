@@ -34,7 +34,8 @@
 //   fault    kind=kill-holder worker=wN pid=N     (stamped after the process was reaped)
 //   fault    kind=stop-holder worker=wN pid=N until=T_NS   (stamped at SIGSTOP; until = SIGCONT)
 //   fault    kind=stop-redis until=T_NS
-//   fault    kind=restart-redis how=term|kill    then  redis-up  once it answers again
+//   fault    kind=restart-redis how=term|kill|forget   then  redis-up  once it answers again
+//                                                (forget: dlock's keys were deleted just before the kill)
 //   fault    kind=client-kill killed=N
 //   skip     kind=...                             a holder fault found no holder to hit
 //   final    counter=N                            the counter after every worker stopped

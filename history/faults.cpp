@@ -59,14 +59,35 @@ void FaultInjector::stop_redis() {
 }
 
 void FaultInjector::restart_redis() {
-  const bool hard = draw(0, 1) == 1;
+  const int how = draw(0, 2);
   const std::int64_t at = monotonic_ns();
-  if (hard) redis_.kill();  // SIGKILL: no shutdown; appendfsync always kept every acknowledged write
-  else redis_.stop();       // SIGTERM: a clean shutdown
-  log_.append_at(at, "fault", {{"kind", "restart-redis"}, {"how", hard ? "kill" : "term"}});
-  sleep_ms(draw(100, 800));
+  if (how == 2) {
+    forget_locks();
+    redis_.kill();
+  } else if (how == 1) {
+    redis_.kill();  // SIGKILL: no shutdown; appendfsync always kept every acknowledged write
+  } else {
+    redis_.stop();  // SIGTERM: a clean shutdown
+  }
+  log_.append_at(at, "fault", {{"kind", "restart-redis"}, {"how", how == 2 ? "forget" : how == 1 ? "kill" : "term"}});
+  // Forgetting, it comes back at once, so that holders in their section live through it.
+  if (how != 2) sleep_ms(draw(100, 800));
   redis_.start();  // same port, same directory: it loads the AOF (answering -LOADING meanwhile)
   log_.append("redis-up", {{"pid", std::to_string(redis_.pid())}});
+}
+
+void FaultInjector::forget_locks() {
+  // Every key of dlock's (the lock, its line and fencing counter, the
+  // services' registry entries), as a restart without persistence loses
+  // them; the history's counter stays. A grant between this and the kill is
+  // kept by the AOF like any other.
+  try {
+    redis_.run({"EVAL",
+                "for _, key in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', key) end return 1", "0",
+                "dlock:*"});
+  } catch (const std::exception& e) {
+    log_.append("skip", {{"kind", "forget-locks"}}, e.what());
+  }
 }
 
 void FaultInjector::client_kill() {

@@ -5,7 +5,10 @@
 //   stop-holder    SIGSTOP of a worker inside its section for lease + 200..1000 ms, then SIGCONT
 //   stop-redis     SIGSTOP of Redis for 300..2000 ms, then SIGCONT
 //   restart-redis  SIGTERM or SIGKILL of Redis, 100..800 ms down, started again on the same
-//                  port with the same AOF directory
+//                  port with the same AOF directory; or (how=forget) a restart that forgets
+//                  the locks, as one without persistence would: dlock's keys are deleted,
+//                  Redis is SIGKILLed and started again at once (the counter, kept, still
+//                  checks every write)
 //   client-kill    CLIENT KILL TYPE normal: every client connection but the driver's own
 // Every fault returns with Redis running and every worker running.
 
@@ -31,6 +34,7 @@ class FaultInjector {
   void stop_holder();
   void stop_redis();
   void restart_redis();
+  void forget_locks();
   void client_kill();
   int draw(int low, int high) { return std::uniform_int_distribution<int>(low, high)(random_); }
 

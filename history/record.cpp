@@ -1,6 +1,7 @@
 #include "record.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -14,12 +15,17 @@ using Incarnation = std::pair<std::string, long>;  // worker, pid
 // Driver events: faults, skipped faults, deaths, the final counter.
 void read_driver(const std::vector<Event>& events, Record& record, std::map<Incarnation, std::int64_t>& deaths) {
   bool aborted = false;
+  std::optional<std::size_t> restarting;  // a restart-redis fault whose redis-up is still to come
   for (const Event& e : events) {
     if (e.kind == "fault") {
       Fault fault{e.get("kind"), e.get("how"), e.get("worker"), static_cast<long>(e.number("pid")), e.t_ns,
                   e.number("until", e.t_ns)};
       if (fault.kind == "kill-holder") deaths[{fault.worker, fault.pid}] = e.t_ns;
+      if (fault.kind == "restart-redis") restarting = record.faults.size();
       record.faults.push_back(fault);
+    } else if (e.kind == "redis-up") {
+      if (restarting) record.faults[*restarting].until_ns = e.t_ns;
+      restarting.reset();
     } else if (e.kind == "skip") {
       ++record.skipped_faults[e.get("kind")];
     } else if (e.kind == "worker-exit") {

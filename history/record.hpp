@@ -58,11 +58,11 @@ struct Wait {
 
 struct Fault {
   std::string kind;    // kill-holder, stop-holder, stop-redis, restart-redis, client-kill
-  std::string how;     // restart-redis: term or kill
+  std::string how;     // restart-redis: term, kill, or forget (dlock's keys deleted first)
   std::string worker;  // holder faults
   long pid = 0;
   std::int64_t from_ns = 0;
-  std::int64_t until_ns = 0;  // the stops' SIGCONT; == from_ns for instant faults
+  std::int64_t until_ns = 0;  // the stops' SIGCONT, a restart's redis-up; == from_ns for instant faults
 };
 
 struct Record {

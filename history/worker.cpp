@@ -11,6 +11,12 @@
 // before the SET, as a careful user would; only a holder stopped between
 // that check and the SET can still write late.
 //
+// The work inside a section takes 5-60 ms, and in watchdog mode one section
+// in 30 takes 0.4-0.7 of a lease: the watchdog renews the lock through it
+// (at a third of the lease), and a restart that forgets the lock finds its
+// holder still inside (how soon that holder is told is the record's
+// restart-notice figure).
+//
 // It survives every exception (records it and goes on), leaves after the
 // section in progress on SIGTERM, and dies with the driver (PDEATHSIG), so a
 // crashed driver leaves no worker behind. Bounded by --max-seconds.
@@ -132,7 +138,7 @@ class Worker {
       if (got.is_error()) throw ReplyError("GET " + std::string(kCounterKey) + " answered " + got.str);
       const long long value = got.is_nil() ? 0 : std::stoll(got.str);
       log_.append("read", {{"value", std::to_string(value)}});
-      std::this_thread::sleep_for(std::chrono::milliseconds(work_ms_(random_)));  // the work a fault lands in
+      std::this_thread::sleep_for(std::chrono::milliseconds(work_ms()));  // the work a fault lands in
       guard.check();
       write = "unknown";
       const dlock::RedisReply set = data_->command({"SET", kCounterKey, std::to_string(value + 1)});
@@ -148,11 +154,20 @@ class Worker {
     }
   }
 
+  // How long this section works: a long one (0.4-0.7 of a lease) only under a watchdog lease.
+  int work_ms() {
+    const bool long_one = !fixed_lease_ && long_section_(random_);
+    return long_one ? static_cast<int>(static_cast<double>(lease_.count()) * (0.4 + 0.3 * unit_(random_)))
+                    : work_ms_(random_);
+  }
+
   dlock::history::EventLog log_;
   bool fixed_lease_;
   dlock::Millis lease_;
   std::mt19937 random_;
   std::uniform_int_distribution<int> work_ms_{5, 60};
+  std::bernoulli_distribution long_section_{1.0 / 30};
+  std::uniform_real_distribution<double> unit_{0.0, 1.0};
   std::uniform_int_distribution<int> pause_ms_{0, 20};
   dlock::Config config_;
   std::shared_ptr<dlock::RedisLockService> service_;

@@ -16,29 +16,18 @@
 
 #include "deployment_yaml.hpp"
 #include "redis_cluster.hpp"
+#include "shared_cluster.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using Catch::Matchers::Contains;
 
+using dlock::test::cluster;
+using dlock::test::cluster_service;
+using dlock::test::slot_of;
+
 namespace {
-
-dlock::test::RedisCluster& cluster() {
-  static dlock::test::RedisCluster shared(3, 1);
-  return shared;
-}
-
-std::shared_ptr<dlock::RedisLockService> cluster_service(dlock::Millis lease = 30s) {
-  dlock::Config config = cluster().config();
-  config.lock.watchdog_timeout = lease;
-  return dlock::make_lock_service(config);
-}
-
-std::uint16_t slot_of(const std::string& key) {
-  dlock::ClusterExecutor executor(cluster().config().redis);
-  return static_cast<std::uint16_t>(executor.script_group("dlock:{" + key + "}"));
-}
 
 std::string id_of(int port) { return cluster().node(port).run({"CLUSTER", "MYID"}); }
 

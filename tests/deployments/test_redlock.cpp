@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iostream>
 #include <regex>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "deployment_yaml.hpp"
+#include "lost_times.hpp"
 #include "redlock_nodes.hpp"
 #include "services.hpp"
 #include "tcp_proxy.hpp"
@@ -255,6 +257,42 @@ TEST_CASE("without the restart rule a Redlock node restarted empty lets a second
   nodes[1].start();
   CHECK(dlock::test::eventually([&] { return static_cast<bool>(other->try_lock("restart")); }, 2s));
   CHECK(holder.remaining() > 0ms);
+}
+
+TEST_CASE("a Redlock holder is told at once when restarts leave too few nodes holding its lock, not at one restart",
+          "[redlock][fault]") {
+  // The default lease (30 s): the next renewal is 10 s away, so a verdict
+  // within 3 s of a restart came from the round each restart triggers.
+  RedlockNodes nodes(3);
+  auto config = nodes.config(0ms);
+  config.lock.watchdog_timeout = 30000ms;
+  auto service = dlock::make_lock_service(config);
+  dlock::test::LostTimes lost;
+  lost.hook(*service);
+  auto guard = service->lock("restarts");
+  REQUIRE(nodes_holding(nodes, "restarts") == 3);
+  std::this_thread::sleep_for(200ms);  // the service's watch on the nodes is connected
+
+  // One node (B) restarted empty: A and C still hold the lock, a majority.
+  // The round that B's return triggers renews it there, and nobody is told.
+  const auto rounds_before = service->stats().renewal_rounds;
+  nodes[1].kill();
+  nodes[1].start();
+  CHECK(dlock::test::eventually([&] { return service->stats().renewal_rounds > rounds_before; }, 3s));
+  std::this_thread::sleep_for(500ms);
+  CHECK(guard);
+  CHECK_FALSE(lost.told("restarts"));
+
+  // A second one (A): only C holds it now, and its holder is told once A answers again.
+  nodes[0].kill();
+  nodes[0].start();
+  const auto up = std::chrono::steady_clock::now();
+  const auto told_ms = lost.ms_after("restarts", up);
+  REQUIRE(told_ms);
+  std::cout << "redlock test: the holder was told " << *told_ms
+            << " ms after the second restarted node answered (lease 30 s)\n";
+  CHECK(*told_ms < 3000);
+  CHECK(guard.lost());
 }
 
 TEST_CASE("Redlock nodes paused since before the service started cost a call one node timeout, not more",

@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "lost_times.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
@@ -174,4 +176,103 @@ TEST_CASE("a waiter whose wait outlasts a Redis outage gets the lock without an 
   INFO("waiter error: " << error);
   CHECK(error.empty());
   CHECK(got);
+}
+
+namespace {
+
+// A service with the default lease (30 s: the next renewal is up to 10 s
+// away), whose losses `lost` records, holding `key` with its watch connected.
+struct DefaultLeaseHolder {
+  DefaultLeaseHolder(const dlock::test::RedisServer& redis, dlock::test::LostTimes& lost, const std::string& key)
+      : service(dlock::test::make_service(redis, [](dlock::Config& c) { c.lock.watchdog_timeout = 30000ms; })) {
+    lost.hook(*service);
+    guard = service->lock(key);
+    std::this_thread::sleep_for(200ms);  // the service's watch on Redis is connected
+  }
+  std::uint64_t rounds() const { return service->stats().renewal_rounds; }
+
+  std::shared_ptr<dlock::RedisLockService> service;
+  dlock::LockGuard guard;
+};
+
+// CLIENT KILL of every connection but the asker's: the same server, its data kept.
+void kill_clients(const dlock::test::RedisServer& redis) {
+  CHECK(redis.run({"CLIENT", "KILL", "TYPE", "normal"}) != "0");
+}
+
+}  // namespace
+
+// A holder told within 3 s of the restart was told at the reconnect, not by a renewal.
+TEST_CASE("a holder whose lock a restart forgot is told once Redis answers again, not at its next renewal",
+          "[fault][restart]") {
+  dlock::test::RedisServer redis;
+  dlock::test::LostTimes lost;
+  DefaultLeaseHolder holder(redis, lost, "forgotten");
+  dlock::LockGuard& forgotten = holder.guard;
+  auto fixed = holder.service->lock("fixed-lease", {.lease = 60s});  // never renewed: told by its release or clock
+
+  const auto rounds_before = holder.rounds();
+  redis.kill();  // no persistence: the restarted server holds no lock
+  std::this_thread::sleep_for(1500ms);
+  CHECK(holder.rounds() == rounds_before);  // nothing is renewed while Redis is down
+  redis.start();
+  const auto up = std::chrono::steady_clock::now();
+
+  const auto told_ms = lost.ms_after("forgotten", up);
+  REQUIRE(told_ms);
+  std::cout << "restart test: the holder was told " << *told_ms
+            << " ms after the restarted Redis answered (lease 30 s, next renewal due in 10 s)\n";
+  CHECK(*told_ms < 3000);
+  CHECK(forgotten.lost());
+  CHECK(forgotten.stop_token().stop_requested());
+  // One immediate round, not a round per reconnect attempt during the outage.
+  CHECK(holder.rounds() - rounds_before <= 2);
+  CHECK_FALSE(lost.told("fixed-lease"));
+  CHECK_THROWS_AS(fixed.unlock(), dlock::LockLostError);
+  CHECK_THROWS_AS(forgotten.unlock(), dlock::LockLostError);
+}
+
+TEST_CASE("a reconnect to the same server, or a restart that kept its data, costs no holder its lock",
+          "[fault][restart]") {
+  // AOF with appendfsync always: the restarted server has every lock it granted.
+  dlock::test::RedisServer redis({"--appendonly", "yes", "--appendfsync", "always"});
+  dlock::test::LostTimes lost;
+  DefaultLeaseHolder holder(redis, lost, "kept");
+
+  // Every connection killed, the same server: its run_id says it kept its data, so nothing is renewed.
+  const auto rounds_before = holder.rounds();
+  kill_clients(redis);
+  std::this_thread::sleep_for(1000ms);
+  CHECK(holder.rounds() == rounds_before);
+
+  redis.stop();
+  redis.start();
+  // The restart is a reset (a new run_id): one round renews the lock, which the server kept.
+  CHECK(dlock::test::eventually([&] { return holder.rounds() > rounds_before; }, 3s));
+  std::this_thread::sleep_for(500ms);
+  CHECK(holder.guard);
+  CHECK_FALSE(lost.told("kept"));
+  CHECK_NOTHROW(holder.guard.unlock());
+}
+
+TEST_CASE("without INFO, every reconnect counts as a restart: the holders' locks are renewed at once",
+          "[fault][restart]") {
+  // As for a user without +info: the run_id cannot be read.
+  dlock::test::RedisServer redis({"--rename-command", "INFO", ""});
+  dlock::test::LostTimes lost;
+  DefaultLeaseHolder holder(redis, lost, "kept");
+
+  const auto rounds_before = holder.rounds();
+  kill_clients(redis);
+  CHECK(dlock::test::eventually([&] { return holder.rounds() > rounds_before; }, 3s));
+  CHECK(holder.guard);
+
+  auto forgotten = holder.service->lock("forgotten");
+  redis.kill();
+  redis.start();
+  const auto up = std::chrono::steady_clock::now();
+  const auto told_ms = lost.ms_after("forgotten", up);
+  REQUIRE(told_ms);
+  CHECK(*told_ms < 3000);
+  CHECK(lost.told("kept"));
 }

@@ -262,6 +262,38 @@ TEST_CASE("a section whose SET got no answer may or may not have written", "[his
   }
 }
 
+TEST_CASE("the restart notice: how long a holder lived on past a restart that forgot its lock before it was told",
+          "[history]") {
+  History h = clean_history();
+  // A restart that kept the lock (AOF): w3 holds through it, and is no part of the figure.
+  h.section("w3", 103, 260, 260, 330, 7, 7);
+  h.add(280, "driver", 1, "fault", {{"kind", "restart-redis"}, {"how", "kill"}});
+  h.add(300, "driver", 1, "redis-up", {{"pid", "2"}});
+  // A restart that forgot it at 400 (back at 420): w1, granted at 390, is told by its hook at 470, 50 ms
+  // after Redis answered, and its check() refuses the SET; w2 gets the lock at 440.
+  h.add(385, "w1", 101, "invoke");
+  h.add(390, "w1", 101, "grant", {{"token", "8"}});
+  h.add(391, "w1", 101, "read", {{"value", "7"}});
+  h.add(400, "driver", 1, "fault", {{"kind", "restart-redis"}, {"how", "forget"}});
+  h.add(420, "driver", 1, "redis-up", {{"pid", "3"}});
+  h.add(470, "w1", 101, "lost", {{"via", "hook"}});
+  h.add(470, "w1", 101, "end", {{"write", "none"}, {"error", "LockLostError"}});
+  h.add(471, "w1", 101, "release", {{"outcome", "error"}, {"error", "LockLostError"}});
+  h.section("w2", 102, 430, 440, 480, 9, 8);
+  h.finish(600, 8);
+  const Report report = h.check();
+  const std::string text = dlock::history::format_report(report);
+  INFO(text);
+  CHECK(report.passed());
+  CHECK(report.forgetting_restarts == 1);
+  CHECK(report.holds_through_forgetting == 1);
+  CHECK(report.longest_restart_notice_s == Approx(0.050));
+  CHECK(report.longest_restart_notice_at.find("w1 (pid 101") == 0);
+  CHECK(report.longest_restart_notice_at.find("told by hook inside its section") != std::string::npos);
+  CHECK(text.find("holds that lived through one 1; the longest such a holder believed it held after Redis answered "
+                  "again: 0.050 s") != std::string::npos);
+}
+
 TEST_CASE("a record without the driver's final counter fails as incomplete", "[history]") {
   const Report report = clean_history().check();
   CHECK_FALSE(report.passed());

@@ -156,6 +156,22 @@ class RedisExecutor {
   // node that restarted empty may have forgotten locks it granted; it sits
   // out one longest lease (redis.redlock.restarted_node_delay_ms).
   virtual bool may_vote() { return true; }
+
+  // A master this executor sends to may have forgotten what it held: it
+  // restarted (its run_id changed, or could not be read), or another server
+  // took its place (a failover). `what` says which and where, for the log.
+  using ResetHandler = std::function<void(const std::string& what)>;
+
+  // Calls `on_reset` once for each such reset, as soon as that master answers
+  // again (the watchdog then renews every lock it holds at once, rather than
+  // at each lock's next renewal). It runs on a thread of the executor's and
+  // must not block. Destroying the returned Subscription stops the calls,
+  // waiting out one in progress (except from inside it). The default never
+  // calls: an executor that cannot tell leaves holders to learn at their next renewal.
+  virtual Subscription watch_resets(ResetHandler on_reset) {
+    (void)on_reset;
+    return {};
+  }
 };
 
 }  // namespace dlock

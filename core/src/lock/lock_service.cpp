@@ -39,7 +39,7 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
       scripts_(*redis_, ReplicaAcknowledgement{config_.replica_acks, config_.replica_ack_timeout}),
       waiters_(*redis_),
       notifier_(*logger_),
-      watchdog_(scripts_, stats_, logger_) {
+      watchdog_(*redis_, scripts_, stats_, logger_) {
   if (config_.watchdog_timeout <= Millis(0)) {
     throw InvalidArgument("lock.watchdog_timeout_ms is " + std::to_string(config_.watchdog_timeout.count()) +
                           "; it must be a positive number of milliseconds (default 30000)");

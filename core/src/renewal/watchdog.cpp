@@ -15,175 +15,73 @@
 
 #include "dlock/detail/key_label.hpp"
 #include "dlock/errors.hpp"
+#include "renewal/watchdog_state.hpp"
 
 namespace dlock::detail {
-namespace {
 
-// Renewals due within this much of each other share one pipeline.
-constexpr Millis kBatchWindow{20};
-// Locks renewed by one script call (a pipeline holds as many calls as its batch needs).
-constexpr std::size_t kLocksPerCall = 100;
-// The watchdog gives its verdict this long before a lock's validity ends (a
-// renewal that has not succeeded by then cannot save it), so that the stop
-// token and the hook, which need this thread and the hook's to be scheduled,
-// still come before Redis can expire the lock on a loaded machine. At most a
-// tenth of the lease: a short lease must not be lost at its grant.
-constexpr Millis kVerdictLead{25};
-// A renewal's I/O gives up this long before the first verdict it could
-// delay (socket timeouts fire late by a timer tick or more); at most a
-// twentieth of the lease, so a short lease's renewal still has time to run.
-constexpr Millis kIoMargin{10};
-
-Clock::time_point verdict_time(const HeldLock& lock) {
-  return lock.valid_until_time() - std::min(kVerdictLead, Millis(lock.lease_ms.load()) / 10);
-}
-
-Millis io_margin(const HeldLock& lock) { return std::min(kIoMargin, Millis(lock.lease_ms.load()) / 20); }
-
-Millis renewal_period(const HeldLock& lock) { return Millis(lock.lease_ms.load()) / 3; }
-
-// After a failed renewal, try again soon but keep inside the validity.
-Millis retry_delay(const HeldLock& lock) {
-  return std::clamp(Millis(lock.lease_ms.load()) / 10, Millis(10), Millis(1000));
-}
-
-using LostList = std::vector<std::pair<std::shared_ptr<HeldLock>, std::string>>;
-
-}  // namespace
-
-// Shared by the service and the thread, so the thread can outlive a Watchdog
-// destroyed from inside its own lost handler.
-struct Watchdog::State {
-  ScriptRunner* scripts;  // valid until stopping (the owner joins before it goes)
-  StatsRecorder* stats;   // likewise
-  std::shared_ptr<spdlog::logger> logger;
-  LostHandler on_lost;  // set before the thread starts, then only read
-
-  mutable std::mutex mutex;
-  std::condition_variable wake;                                                               // with mutex
-  std::map<const HeldLock*, std::pair<std::shared_ptr<HeldLock>, Clock::time_point>> watched;  // guarded by mutex
-  std::set<std::pair<Clock::time_point, const HeldLock*>> schedule;                            // guarded by mutex
-  std::set<const HeldLock*> in_flight;                          // guarded by mutex: with the renewer now
-  std::deque<std::vector<std::shared_ptr<HeldLock>>> batches;   // guarded by mutex: for the renewer
-  std::condition_variable batch_ready;                          // with mutex
-  bool stopping = false;                                                                      // guarded by mutex
-  Clock::time_point sleeping_until = Clock::time_point::max();  // guarded by mutex: when the thread wakes by itself
-  Clock::time_point latest_due = Clock::time_point::min();      // guarded by mutex: of every task ever planned
-  std::function<void(Clock::time_point)> beat;                  // set before the threads start, then only read
-  Millis beat_period{0};                                        // likewise
-  Clock::time_point beat_due = Clock::time_point::max();        // guarded by mutex: max when there is no beat
-  bool beat_pending = false;                                    // guarded by mutex: handed to the renewer
-
-  // Hands the keep-alive beat to the renewer once it is due.
-  void hand_beat_if_due(Clock::time_point now) {
-    if (now < beat_due) return;
-    beat_pending = true;
-    beat_due = now + beat_period;
-    batch_ready.notify_one();
+// Renews `batch` in one pipeline, giving up at `deadline`. Returns, per lock,
+// whether it was renewed (validity extended), found gone (appended to
+// `lost`) or not told (left to be tried again).
+std::vector<bool> Watchdog::State::renew(const std::vector<std::shared_ptr<HeldLock>>& batch,
+                                         Clock::time_point deadline, LostList& lost) {
+  std::vector<bool> renewed(batch.size(), false);
+  // A script call per kLocksPerCall locks of one script group (a cluster's
+  // hash slot: one call's keys must share it): the server's fixed cost per
+  // call is spread, and no call blocks Redis for long. where[i]: lock i's
+  // call and its place in that call's reply.
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
+  std::vector<std::pair<std::size_t, std::size_t>> where(batch.size());
+  std::map<std::uint32_t, std::size_t> open_call;  // group → its call still filling
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto [it, fresh] = open_call.try_emplace(scripts->group_of(batch[i]->lock_name), calls.size());
+    if (fresh || calls[it->second].first.size() == kLocksPerCall) {
+      it->second = calls.size();
+      calls.emplace_back();
+    }
+    auto& call = calls[it->second];
+    where[i] = {it->second, call.first.size()};
+    call.first.push_back(batch[i]->lock_name);
+    call.second.push_back(batch[i]->owner);
+    call.second.push_back(std::to_string(batch[i]->lease_ms.load()));
   }
-
-  // How long a beat's I/O may take: a tenth of its period, 10 ms to 1 s.
-  Millis beat_io_limit() const { return std::clamp(beat_period / 10, Millis(10), Millis(1000)); }
-
-  void plan_locked(const std::shared_ptr<HeldLock>& lock, Clock::time_point due) {
-    auto it = watched.find(lock.get());
-    if (it == watched.end()) {
-      watched.emplace(lock.get(), std::make_pair(lock, due));
-    } else {
-      schedule.erase({it->second.second, lock.get()});
-      it->second.second = due;
-    }
-    schedule.insert({due, lock.get()});
-    latest_due = std::max(latest_due, due);
-  }
-
-  // Returns whether the lock was still watched.
-  bool forget_locked(const HeldLock* lock) {
-    auto it = watched.find(lock);
-    if (it == watched.end()) return false;
-    schedule.erase({it->second.second, lock});
-    watched.erase(it);
-    return true;
-  }
-
-  // Renews `batch` in one pipeline, giving up at `deadline`. Returns, per lock,
-  // whether it was renewed (validity extended), found gone (appended to
-  // `lost`) or not told (left to be tried again).
-  std::vector<bool> renew(const std::vector<std::shared_ptr<HeldLock>>& batch, Clock::time_point deadline,
-                          LostList& lost) {
-    std::vector<bool> renewed(batch.size(), false);
-    // A script call per kLocksPerCall locks of one script group (a cluster's
-    // hash slot: one call's keys must share it): the server's fixed cost per
-    // call is spread, and no call blocks Redis for long. where[i]: lock i's
-    // call and its place in that call's reply.
-    std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
-    std::vector<std::pair<std::size_t, std::size_t>> where(batch.size());
-    std::map<std::uint32_t, std::size_t> open_call;  // group → its call still filling
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      auto [it, fresh] = open_call.try_emplace(scripts->group_of(batch[i]->lock_name), calls.size());
-      if (fresh || calls[it->second].first.size() == kLocksPerCall) {
-        it->second = calls.size();
-        calls.emplace_back();
-      }
-      auto& call = calls[it->second];
-      where[i] = {it->second, call.first.size()};
-      call.first.push_back(batch[i]->lock_name);
-      call.second.push_back(batch[i]->owner);
-      call.second.push_back(std::to_string(batch[i]->lease_ms.load()));
-    }
-    const Clock::time_point sent = Clock::now();
-    stats->renewals_sent.fetch_add(batch.size(), std::memory_order_relaxed);
-    stats->renewal_rounds.fetch_add(1, std::memory_order_relaxed);
-    std::vector<RedisReply> replies;
-    try {
-      replies = scripts->run_pipelined(kRenewManyScript, calls, deadline);
-    } catch (const Error& e) {
-      stats->renewals_failed.fetch_add(batch.size(), std::memory_order_relaxed);
-      logger->warn("watchdog: renewing {} lock(s) failed, retrying until their leases run out: {}", batch.size(),
-                   e.what());
-      return renewed;
-    }
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      const auto [at, place] = where[i];
-      const RedisReply* call = at < replies.size() ? &replies[at] : nullptr;
-      const RedisReply* reply =
-          call && call->type == RedisReply::Type::Array && place < call->elements.size() ? &call->elements[place]
-                                                                                          : nullptr;
-      if (reply && reply->type == RedisReply::Type::Integer && reply->integer == 1) {
-        batch[i]->extend_validity(sent, Millis(batch[i]->lease_ms.load()));
-        renewed[i] = true;
-      } else if (reply && reply->type == RedisReply::Type::Integer && reply->integer == 0) {
-        lost.emplace_back(batch[i],
-                          "its key is gone from Redis or belongs to another owner (expired, deleted or overwritten)");
-      } else {
-        // Not a verdict on the lock: retried next round, lost only when its validity runs out.
-        const bool unacknowledged = call && call->is_error() && call->str.starts_with(kNotAcknowledgedError);
-        logger->warn("watchdog: {} renewing {}: {}", unacknowledged ? "no replica acknowledgement" : "unexpected reply",
-                     batch[i]->label(), call ? call->str : std::string("none"));
-      }
-    }
+  const Clock::time_point sent = Clock::now();
+  stats->renewals_sent.fetch_add(batch.size(), std::memory_order_relaxed);
+  stats->renewal_rounds.fetch_add(1, std::memory_order_relaxed);
+  std::vector<RedisReply> replies;
+  try {
+    replies = scripts->run_pipelined(kRenewManyScript, calls, deadline);
+  } catch (const Error& e) {
+    stats->renewals_failed.fetch_add(batch.size(), std::memory_order_relaxed);
+    logger->warn("watchdog: renewing {} lock(s) failed, retrying until their leases run out: {}", batch.size(),
+                 e.what());
     return renewed;
   }
-
-  // Forgets the locks found lost (a lock released meanwhile is not lost,
-  // whatever its renewal said) and tells the handler, without the mutex: it
-  // calls back into the service. `guard` holds the mutex on entry and exit.
-  void report(std::unique_lock<std::mutex>& guard, LostList& lost) {
-    LostList to_report;
-    for (auto& [lock, why] : lost) {
-      if (forget_locked(lock.get()) && !why.empty()) to_report.emplace_back(lock, std::move(why));
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto [at, place] = where[i];
+    const RedisReply* call = at < replies.size() ? &replies[at] : nullptr;
+    const RedisReply* reply =
+        call && call->type == RedisReply::Type::Array && place < call->elements.size() ? &call->elements[place]
+                                                                                        : nullptr;
+    if (reply && reply->type == RedisReply::Type::Integer && reply->integer == 1) {
+      batch[i]->extend_validity(sent, Millis(batch[i]->lease_ms.load()));
+      renewed[i] = true;
+    } else if (reply && reply->type == RedisReply::Type::Integer && reply->integer == 0) {
+      lost.emplace_back(batch[i],
+                        "its key is gone from Redis or belongs to another owner (expired, deleted or overwritten)");
+    } else {
+      // Not a verdict on the lock: retried next round, lost only when its validity runs out.
+      const bool unacknowledged = call && call->is_error() && call->str.starts_with(kNotAcknowledgedError);
+      logger->warn("watchdog: {} renewing {}: {}", unacknowledged ? "no replica acknowledgement" : "unexpected reply",
+                   batch[i]->label(), call ? call->str : std::string("none"));
     }
-    if (to_report.empty()) return;
-    guard.unlock();
-    for (const auto& [lock, why] : to_report) {
-      if (on_lost) on_lost(lock, why);
-    }
-    guard.lock();
   }
-};
+  return renewed;
+}
 
-Watchdog::Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger)
+Watchdog::Watchdog(RedisExecutor& redis, ScriptRunner& scripts, StatsRecorder& stats,
+                   std::shared_ptr<spdlog::logger> logger)
     : state_(std::make_shared<State>()) {
+  state_->redis = &redis;
   state_->scripts = &scripts;
   state_->stats = &stats;
   state_->logger = std::move(logger);
@@ -204,10 +102,14 @@ void Watchdog::keep_alive(Millis period, std::function<void(Clock::time_point de
 Watchdog::~Watchdog() { stop(); }
 
 void Watchdog::stop() {
+  Subscription resets;
   {
     std::lock_guard guard(state_->mutex);
     state_->stopping = true;
+    resets = std::move(state_->resets);
   }
+  // Without the mutex: a notice in progress takes it, and is waited out here.
+  resets.reset();
   state_->wake.notify_all();
   state_->batch_ready.notify_all();
   // Destroyed from a lost handler on one of its own threads: that one exits by itself.
@@ -238,6 +140,7 @@ void Watchdog::watch(const std::shared_ptr<HeldLock>& lock, Clock::time_point gr
     if (!thread_.joinable()) {
       thread_ = std::thread(&Watchdog::run, state_);
       renewer_ = std::thread(&Watchdog::renew_batches, state_);
+      State::follow_resets(state_);
     }
   }
   // Waking the thread costs a context switch on every lock(); it is only
@@ -267,6 +170,7 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
     }
   };
   while (!state->stopping) {
+    state->renew_all_now(guard);
     state->hand_beat_if_due(Clock::now());
     if (state->schedule.empty()) {
       // Nothing to do. If a task was due later (its lock has been released
@@ -369,7 +273,9 @@ void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
       const std::shared_ptr<HeldLock>& lock = batch[i];
       state->in_flight.erase(lock.get());
       if (!state->watched.contains(lock.get())) continue;  // released, or given its verdict, meanwhile
-      const Millis after = renewed[i] ? renewal_period(*lock) : retry_delay(*lock);
+      // Sent before a reset was noticed, its answer may predate the master's return: once more, now.
+      const bool again = state->renew_again.erase(lock.get()) > 0;
+      const Millis after = again ? Millis(0) : renewed[i] ? renewal_period(*lock) : retry_delay(*lock);
       state->plan_locked(lock, std::min(verdict_time(*lock), now + after));
     }
     state->report(guard, lost);

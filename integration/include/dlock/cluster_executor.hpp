@@ -30,6 +30,10 @@
 //
 // A pool per node (redis.pool_size connections each) and, per node, one
 // reserved connection for the watchdog's renewals.
+//
+// watch_resets: a connection of its own to each master tells a master that
+// restarted, and a master that a failover promoted; while a master is
+// unreachable the slot map is read again every 250 ms.
 
 #include <functional>
 #include <map>
@@ -46,6 +50,7 @@
 namespace dlock {
 namespace detail {
 class ClusterTopology;
+class MasterWatch;
 class Subscriber;
 struct CommandRoute;
 }  // namespace detail
@@ -76,6 +81,7 @@ class ClusterExecutor final : public RedisExecutor {
   // The key's hash slot.
   std::uint32_t script_group(std::string_view key) const override;
   void for_each_master(const std::function<void(RedisExecutor& master)>& visit) override;
+  Subscription watch_resets(ResetHandler on_reset) override;
 
  private:
   struct Unit;
@@ -103,6 +109,7 @@ class ClusterExecutor final : public RedisExecutor {
   std::map<std::string, std::string, std::less<>> scripts_;  // guarded by scripts_mutex_: SHA → source
   std::unique_ptr<detail::ClusterTopology> topology_;  // before the subscriber, which dials its nodes
   std::unique_ptr<detail::Subscriber> subscriber_;
+  std::unique_ptr<detail::MasterWatch> watch_;  // after the topology: its thread reads it
   const unsigned generation_;  // fork_generation() when made
 };
 

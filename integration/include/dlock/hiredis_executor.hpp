@@ -1,6 +1,8 @@
 #pragma once
 // RedisExecutor over hiredis: a ConnectionPool for commands and pipelines, a
-// connection of its own for the watchdog's renewals, a Subscriber for pub/sub. Callers on different threads use different pooled
+// connection of its own for the watchdog's renewals, a Subscriber for pub/sub,
+// and, once the watchdog asks (watch_resets), a MasterWatch that tells it when
+// the server restarted. Callers on different threads use different pooled
 // connections, so the executor never serialises them.
 //
 // After fork(), a child may go on using an executor its parent made for
@@ -18,6 +20,10 @@
 #include "dlock/subscriber.hpp"
 
 namespace dlock {
+
+namespace detail {
+class MasterWatch;
+}
 
 class HiredisExecutor final : public RedisExecutor {
  public:
@@ -39,6 +45,7 @@ class HiredisExecutor final : public RedisExecutor {
   Subscription subscribe(const std::string& channel, MessageHandler on_message,
                          std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) override;
   std::string endpoint() const override;
+  Subscription watch_resets(ResetHandler on_reset) override;
 
   // How many connections the pool has opened so far: a change means a
   // command may have reached a server that restarted meanwhile.
@@ -49,6 +56,7 @@ class HiredisExecutor final : public RedisExecutor {
 
   detail::ConnectionPool pool_;
   detail::ReservedConnection urgent_;  // the watchdog's, outside the pool
+  std::unique_ptr<detail::MasterWatch> watch_;
   std::unique_ptr<detail::Subscriber> subscriber_;
   const unsigned generation_;  // fork_generation() when made
 };

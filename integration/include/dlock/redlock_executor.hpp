@@ -18,6 +18,9 @@
 //   dlock command do.
 // - subscribe() listens on every node: a notice from any wakes the waiter.
 // - for_each_master() visits every node (the CLI's SCAN).
+// - watch_resets() tells of each node that restarted, once it answers: the
+//   watchdog's round then asks every node, and the quorum's rules decide
+//   whether the lock is still had (one node that forgot it is a minority).
 
 #include <memory>
 #include <vector>
@@ -27,6 +30,9 @@
 
 namespace dlock {
 
+namespace detail {
+class MasterWatch;
+}
 class RedlockNode;
 
 class RedlockExecutor final : public RedisExecutor {
@@ -52,9 +58,11 @@ class RedlockExecutor final : public RedisExecutor {
   std::string endpoint() const override;
   void for_each_master(const std::function<void(RedisExecutor& master)>& visit) override;
   std::vector<RedisExecutor*> quorum_nodes() override;
+  Subscription watch_resets(ResetHandler on_reset) override;
 
  private:
   std::vector<std::shared_ptr<RedlockNode>> nodes_;
+  std::unique_ptr<detail::MasterWatch> watch_;  // every node, on one thread
 };
 
 // One node of a Redlock: a standalone executor that also knows whether its

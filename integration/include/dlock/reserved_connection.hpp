@@ -17,7 +17,7 @@ class ReservedConnection {
  public:
   explicit ReservedConnection(RedisConfig config);
 
-  // Connects on first use (or after a failure). Throws ConnectionError when
+  // Connects on first use (or after a failure, or once the server closed it). Throws ConnectionError when
   // the deadline passes first, or the connection fails; it is then dropped.
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands,
                                    std::chrono::steady_clock::time_point deadline);

@@ -10,6 +10,11 @@
 // otherwise it throws ConnectionError. A command whose connection failed is
 // never sent again here (it may have run): it throws ConnectionError as
 // usual, and the caller's next try goes to the master found meanwhile.
+//
+// watch_resets: a connection of its own follows the master too, so a
+// failover (another server, another run_id) or a restart of the master is
+// told once the master answers; while it is unreachable the Sentinels are
+// asked again.
 
 #include <memory>
 
@@ -20,6 +25,7 @@
 namespace dlock {
 namespace detail {
 class MasterTracker;
+class MasterWatch;
 }
 
 class SentinelExecutor final : public RedisExecutor {
@@ -43,6 +49,7 @@ class SentinelExecutor final : public RedisExecutor {
                          std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) override;
   // The master's "host:port" as known now.
   std::string endpoint() const override;
+  Subscription watch_resets(ResetHandler on_reset) override;
 
  private:
   // Runs `call` on the master; see the top of this file for what is retried.
@@ -52,6 +59,7 @@ class SentinelExecutor final : public RedisExecutor {
   const std::string master_name_;
   std::shared_ptr<detail::MasterTracker> tracker_;
   HiredisExecutor master_;
+  std::unique_ptr<detail::MasterWatch> watch_;  // follows the master as master_ does
 };
 
 }  // namespace dlock

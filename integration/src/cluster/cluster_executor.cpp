@@ -8,6 +8,8 @@
 
 #include "cluster/cluster_dispatch.hpp"
 #include "cluster/cluster_topology.hpp"
+#include "config/node_config.hpp"
+#include "connection/master_watch.hpp"
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/subscriber.hpp"
@@ -44,6 +46,16 @@ ClusterExecutor::ClusterExecutor(RedisConfig config)
   RedisConfig subscriber_config = config_;
   subscriber_config.endpoint_source = topology_->subscriber_source();
   subscriber_ = std::make_unique<detail::Subscriber>(std::move(subscriber_config));
+  watch_ = std::make_unique<detail::MasterWatch>(detail::MasterWatch::Masters{
+      .list =
+          [this] {
+            std::vector<detail::WatchedMaster> masters;
+            for (Node* node : topology_->masters()) {
+              masters.push_back({node->name, detail::node_config(config_, node->address)});
+            }
+            return masters;
+          },
+      .look_again = [this] { topology_->refresh(topology_->version(), Clock::now() + config_.command_timeout); }});
 }
 
 ClusterExecutor::~ClusterExecutor() {
@@ -100,6 +112,8 @@ Subscription ClusterExecutor::subscribe(const std::string& channel, MessageHandl
 std::string ClusterExecutor::endpoint() const { return topology_->description(); }
 
 std::uint32_t ClusterExecutor::script_group(std::string_view key) const { return detail::key_slot(key); }
+
+Subscription ClusterExecutor::watch_resets(ResetHandler on_reset) { return watch_->watch(std::move(on_reset)); }
 
 void ClusterExecutor::for_each_master(const std::function<void(RedisExecutor& master)>& visit) {
   std::vector<Node*> masters = topology_->masters();

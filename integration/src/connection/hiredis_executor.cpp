@@ -1,7 +1,8 @@
 // HiredisExecutor: commands and pipelines on pooled connections, a command started now and
-// read later on a connection kept borrowed, renewals on the reserved one, and pub/sub.
+// read later on a connection kept borrowed, renewals on the reserved one, pub/sub, resets.
 #include "dlock/hiredis_executor.hpp"
 
+#include "connection/master_watch.hpp"
 #include "dlock/detail/fork_guard.hpp"
 #include "dlock/errors.hpp"
 
@@ -13,6 +14,9 @@ namespace dlock {
 HiredisExecutor::HiredisExecutor(RedisConfig config)
     : pool_(config),
       urgent_(config),
+      watch_(std::make_unique<detail::MasterWatch>(detail::MasterWatch::Masters{
+          .list = [master = detail::WatchedMaster{pool_.endpoint(), config}] { return std::vector{master}; },
+          .look_again = nullptr})),  // one server, found where it is
       subscriber_(std::make_unique<detail::Subscriber>(std::move(config))),
       generation_(detail::fork_generation()) {}
 
@@ -99,5 +103,7 @@ Subscription HiredisExecutor::subscribe(const std::string& channel, MessageHandl
 }
 
 std::string HiredisExecutor::endpoint() const { return pool_.endpoint(); }
+
+Subscription HiredisExecutor::watch_resets(ResetHandler on_reset) { return watch_->watch(std::move(on_reset)); }
 
 }  // namespace dlock

@@ -21,7 +21,9 @@ std::vector<RedisReply> ReservedConnection::pipeline(const std::vector<RedisComm
   const auto left = std::chrono::ceil<Millis>(deadline - std::chrono::steady_clock::now());
   if (left <= Millis(0)) throw too_late();
   try {
-    if (!connection_ || connection_->broken()) {
+    // One the server closed since the last round (a restart, CLIENT KILL) is dialled
+    // anew here: the round after a restart must not fail on the old socket.
+    if (!connection_ || connection_->closed_while_idle()) {
       connection_.reset();
       RedisConfig bounded = config_;
       bounded.connect_timeout = std::min(config_.connect_timeout, left);

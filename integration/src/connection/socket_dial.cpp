@@ -1,5 +1,5 @@
 // dial: a TCP connect to each address of a host in turn within the connect deadline, with
-// TCP_NODELAY and hiredis' keepalive settings on the socket.
+// TCP_NODELAY and hiredis' keepalive settings on the socket, and a connection to itself refused.
 #include "connection/socket_dial.hpp"
 
 #include <fcntl.h>
@@ -32,6 +32,22 @@ void tune(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
+// Whether the socket is connected to itself: dialling a local port nobody
+// listens on can pick that very port as the source (TCP's simultaneous open),
+// and the "server" then answers every command with the command itself. A
+// connection dialled again every 50 ms while Redis restarts (the master
+// watch) would meet it sooner or later, and hold the port the restarted
+// server needs.
+bool connected_to_itself(int fd) {
+  sockaddr_storage local{}, peer{};
+  socklen_t local_length = sizeof local, peer_length = sizeof peer;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) {
+    return false;
+  }
+  return local_length == peer_length && std::memcmp(&local, &peer, local_length) == 0;
+}
+
 TransportError from_errno(int error) {
   const std::string cause = std::strerror(error);
   if (error == ECONNREFUSED) return TransportError(TransportError::Kind::refused, cause);
@@ -60,6 +76,7 @@ int connect_one(const addrinfo& address, Deadline deadline) {
       if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) throw from_errno(errno);
       if (error != 0) throw from_errno(error);
     }
+    if (connected_to_itself(fd)) throw from_errno(ECONNREFUSED);  // nobody listens there
     tune(fd);
     if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) throw from_errno(errno);
     return fd;

@@ -3,8 +3,6 @@
 #include "dlock/subscriber.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,8 +10,9 @@
 #include <chrono>
 #include <optional>
 #include <set>
-#include <system_error>
 
+#include "connection/callback_calls.hpp"
+#include "connection/wake_fd.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/redis_connection.hpp"
 
@@ -31,22 +30,14 @@ namespace pubsub {
 struct SharedState {
   using Callback = std::shared_ptr<MessageHandler>;
 
-  explicit SharedState(RedisConfig redis_config) : config(std::move(redis_config)) {
-    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd < 0) throw std::system_error(errno, std::generic_category(), "dlock subscriber: eventfd");
-  }
-  ~SharedState() { ::close(wake_fd); }
+  explicit SharedState(RedisConfig redis_config) : config(std::move(redis_config)) {}
   SharedState(const SharedState&) = delete;
   SharedState& operator=(const SharedState&) = delete;
 
-  void wake() const {
-    const std::uint64_t one = 1;
-    // A full counter still leaves the eventfd readable, so a failed write loses nothing.
-    [[maybe_unused]] auto written = ::write(wake_fd, &one, sizeof one);
-  }
+  void wake() const { wakeup.wake(); }
 
   const RedisConfig config;
-  int wake_fd = -1;
+  const WakeFd wakeup{"dlock subscriber"};
 
   std::mutex mutex;
   std::condition_variable changed;  // a channel confirmed, a callback finished, or stopping
@@ -129,13 +120,8 @@ class Loop {
   }
 
   void sleep_interruptibly(std::chrono::milliseconds duration) {
-    pollfd watched{state_.wake_fd, POLLIN, 0};
-    if (::poll(&watched, 1, static_cast<int>(duration.count())) > 0) drain_wake_fd();
-  }
-
-  void drain_wake_fd() {
-    std::uint64_t count = 0;
-    [[maybe_unused]] auto read_bytes = ::read(state_.wake_fd, &count, sizeof count);
+    pollfd watched{state_.wakeup.fd(), POLLIN, 0};
+    if (::poll(&watched, 1, static_cast<int>(duration.count())) > 0) state_.wakeup.drain();
   }
 
   // Every channel wanted now (or still owed from an earlier failed attempt)
@@ -198,13 +184,13 @@ class Loop {
     if (connection_->input_pending() && connection_->read_available()) {
       last_heard_ = Clock::now();
     } else {
-      pollfd watched[2] = {{connection_->fd(), POLLIN, 0}, {state_.wake_fd, POLLIN, 0}};
+      pollfd watched[2] = {{connection_->fd(), POLLIN, 0}, {state_.wakeup.fd(), POLLIN, 0}};
       const int ready = ::poll(watched, 2, poll_timeout_ms());
       if (ready < 0) {
         if (errno == EINTR) return;
         connection_->fail("waiting for messages");
       }
-      if (ready > 0 && watched[1].revents != 0) drain_wake_fd();
+      if (ready > 0 && watched[1].revents != 0) state_.wakeup.drain();
       if (ready > 0 && watched[0].revents != 0 && connection_->read_available()) last_heard_ = Clock::now();
     }
     // A master that moved away (Sentinel) may keep this connection up as a
@@ -277,9 +263,8 @@ class Loop {
     if (owed) call_back(channel, "");
   }
 
-  // Callbacks run without the mutex so they may subscribe or reset; each is
-  // re-checked just before its call so a reset that returned is never followed
-  // by a call.
+  // The channel's callbacks, as callback_calls.hpp says: without the mutex
+  // (they may subscribe or reset), and none after its reset returned.
   void call_back(const std::string& channel, const std::string& message) {
     std::vector<std::pair<std::uint64_t, State::Callback>> targets;
     {
@@ -288,24 +273,11 @@ class Loop {
       if (found == state_.channels.end()) return;
       targets.assign(found->second.begin(), found->second.end());
     }
-    for (const auto& [id, callback] : targets) {
-      {
-        std::lock_guard lock(state_.mutex);
-        auto found = state_.channels.find(channel);
-        if (found == state_.channels.end() || !found->second.contains(id)) continue;
-        state_.running_id = id;
-      }
-      try {
-        (*callback)(message);
-      } catch (...) {
-        // A throwing callback must not take the notices of everyone else down with it.
-      }
-      {
-        std::lock_guard lock(state_.mutex);
-        state_.running_id = 0;
-      }
-      state_.changed.notify_all();
-    }
+    const auto still_subscribed = [&](std::uint64_t id) {
+      auto found = state_.channels.find(channel);
+      return found != state_.channels.end() && found->second.contains(id);
+    };
+    call_each(state_.mutex, state_.changed, state_.running_id, targets, still_subscribed, message);
   }
 
   static bool is_pong(const RedisReply& reply) {
@@ -355,14 +327,8 @@ Subscriber::~Subscriber() {
   }
   state_->wake();
   state_->changed.notify_all();
-  if (!thread.joinable()) return;
-  // Destroyed from one of its own callbacks: the thread exits on its own once
-  // the callback returns. Keep the state alive until then.
-  if (thread.get_id() == std::this_thread::get_id()) {
-    thread.detach();
-    return;
-  }
-  thread.join();
+  // The thread co-owns the state: detached, it keeps it alive until it exits.
+  join_unless_calling(std::move(thread));
 }
 
 Subscription Subscriber::subscribe(const std::string& channel, MessageHandler on_message,

@@ -9,6 +9,7 @@
 #include "dlock/errors.hpp"
 #include "config/config_validation.hpp"
 #include "config/node_config.hpp"
+#include "connection/master_watch.hpp"
 
 namespace dlock {
 
@@ -47,9 +48,13 @@ std::size_t answered(const std::vector<detail::NodeAnswer>& answers) {
 
 RedlockExecutor::RedlockExecutor(const RedisConfig& config) {
   detail::check_redlock_nodes(config.redlock.nodes);  // as the YAML loader does, for a config built in code
+  std::vector<detail::WatchedMaster> watched;
   for (const NodeAddress& node : config.redlock.nodes) {
     nodes_.push_back(std::make_shared<RedlockNode>(detail::node_config(config, node), config.redlock.restarted_node_delay));
+    watched.push_back({to_string(node), detail::node_config(config, node)});
   }
+  watch_ = std::make_unique<detail::MasterWatch>(
+      detail::MasterWatch::Masters{.list = [watched = std::move(watched)] { return watched; }, .look_again = nullptr});
 }
 
 RedlockExecutor::~RedlockExecutor() = default;
@@ -200,6 +205,8 @@ void RedlockExecutor::for_each_master(const std::function<void(RedisExecutor& ma
   }
   if (!visited) throw ConnectionError("redlock: no node answered: " + detail::quorum_summary(answers));
 }
+
+Subscription RedlockExecutor::watch_resets(ResetHandler on_reset) { return watch_->watch(std::move(on_reset)); }
 
 std::vector<RedisExecutor*> RedlockExecutor::quorum_nodes() {
   std::vector<RedisExecutor*> nodes;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "connection/master_watch.hpp"
 #include "dlock/errors.hpp"
 #include "sentinel/master_discovery.hpp"
 #include "sentinel/master_tracker.hpp"
@@ -29,7 +30,13 @@ bool refused_by_replica(const std::vector<RedisReply>& replies) {
 SentinelExecutor::SentinelExecutor(RedisConfig config)
     : master_name_(config.sentinel.master_name),
       tracker_(std::make_shared<detail::MasterTracker>(config)),
-      master_(dialling(std::move(config), tracker_)) {
+      master_(dialling(config, tracker_)),
+      watch_(std::make_unique<detail::MasterWatch>(detail::MasterWatch::Masters{
+          // One name whatever its address: a move is told by the run_id its connection then finds.
+          .list = [master = detail::WatchedMaster{"master '" + master_name_ + "'", dialling(config, tracker_)}] {
+            return std::vector{master};
+          },
+          .look_again = [tracker = tracker_] { tracker->suspect(); }})) {
   tracker_->start_following();
 }
 
@@ -93,6 +100,8 @@ Subscription SentinelExecutor::subscribe(const std::string& channel, MessageHand
                                          std::optional<std::chrono::milliseconds> confirm_within) {
   return master_.subscribe(channel, std::move(on_message), confirm_within);
 }
+
+Subscription SentinelExecutor::watch_resets(ResetHandler on_reset) { return watch_->watch(std::move(on_reset)); }
 
 std::string SentinelExecutor::endpoint() const {
   const auto master = tracker_->known_master();

@@ -9,6 +9,12 @@
 // renewer thread of its own, on a connection kept out of the pool, and gives
 // up before the first verdict among the locks it renews. So neither a Redis
 // that does not answer nor a saturated pool delays a verdict.
+//
+// When the executor says a master may have forgotten its locks (it restarted,
+// or a failover put another server in its place: RedisExecutor::watch_resets),
+// every watchdog-managed lock falls due at once: one round, as soon as that
+// master answers again, tells the holders whose locks it forgot, instead of
+// each lock's next renewal, up to a third of a lease later.
 
 #include <functional>
 #include <memory>
@@ -27,13 +33,15 @@ class Watchdog {
  public:
   using LostHandler = std::function<void(const std::shared_ptr<HeldLock>&, const std::string& why)>;
 
-  Watchdog(ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger);
+  // `redis` is asked for its masters' resets from the first watch() on; it
+  // and `scripts` must outlive the watchdog (or its stop()).
+  Watchdog(RedisExecutor& redis, ScriptRunner& scripts, StatsRecorder& stats, std::shared_ptr<spdlog::logger> logger);
   // Stops and joins the thread. If the lost handler itself drops the last
   // reference to the service, the thread is detached instead and exits on
   // its own without touching anything but its shared state.
   ~Watchdog();
   // What the destructor does, for an owner that must know no renewal and no
-  // keep-alive beat is in flight any more. Idempotent.
+  // keep-alive beat is in flight any more, and no reset notice comes. Idempotent.
   void stop();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
