@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "dlock/redlock_executor.hpp"
 #include "redlock_nodes.hpp"
 #include "services.hpp"
 #include "tcp_proxy.hpp"
@@ -203,5 +204,28 @@ TEST_CASE("redlock io: a release reaches a node resting after a silence", "[redl
   const bool freed = dlock::test::eventually([&] { return nodes[2].run({"EXISTS", "dlock:{released}"}) == "0"; });
   INFO("node 2's grant, PTTL " << nodes[2].run({"PTTL", "dlock:{released}"}));
   CHECK(freed);
+}
+
+// may_vote() read a node's uptime (INFO) on the caller's thread whenever the
+// node's pool had opened a connection since the last reading: a node slow to
+// answer held up the caller (an acquire, or the watchdog's renewal round for
+// every lock) for up to a command timeout.
+TEST_CASE("redlock io: a vote after a reconnect does not wait for the node's uptime", "[redlock]") {
+  RedlockNodes nodes(3);
+  auto config = nodes.config(1ms);  // the restart rule on; a fresh node may vote at once
+  config.redis.command_timeout = 3000ms;
+  dlock::RedlockExecutor redlock(config.redis);
+  redlock.connect();
+  dlock::RedisExecutor& node = *redlock.quorum_nodes()[2];
+  nodes[2].run({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});  // as a network blip would
+  REQUIRE(node.command({"PING"}).str == "PONG");  // on a new connection: the node's uptime is unknown again
+  nodes[2].freeze();
+  const auto asked = std::chrono::steady_clock::now();
+  const bool voted = node.may_vote();
+  const long long took = dlock::test::elapsed_ms(asked);
+  nodes[2].thaw();
+  CHECK_FALSE(voted);  // not known yet
+  CHECK(took < 1500);  // the whole 3 s command timeout before the fix
+  CHECK(dlock::test::eventually([&] { return node.may_vote(); }));
 }
 
