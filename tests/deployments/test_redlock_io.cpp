@@ -3,8 +3,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <sstream>
 #include <thread>
 
+#include "dlock/detail/server_checks.hpp"
 #include "dlock/redlock_executor.hpp"
 #include "redlock_nodes.hpp"
 #include "services.hpp"
@@ -229,3 +233,28 @@ TEST_CASE("redlock io: a vote after a reconnect does not wait for the node's upt
   CHECK(dlock::test::eventually([&] { return node.may_vote(); }));
 }
 
+// The start-up checks read each node's INFO one after another: every paused
+// node cost the start-up a command timeout of its own.
+TEST_CASE("redlock io: the start-up checks read every node at once", "[redlock]") {
+  std::vector<std::unique_ptr<RedisServer>> servers;
+  for (int i = 0; i < 5; ++i) {
+    servers.push_back(
+        std::make_unique<RedisServer>(std::vector<std::string>{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}));
+  }
+  auto config = redlock_over(servers);
+  config.redis.command_timeout = 2000ms;
+  dlock::RedlockExecutor redlock(config.redis);
+  for (int i = 2; i < 5; ++i) servers[i]->freeze();
+  std::ostringstream log;
+  spdlog::logger logger("checks", std::make_shared<spdlog::sinks::ostream_sink_st>(log));
+  const auto started = std::chrono::steady_clock::now();
+  dlock::detail::warn_if_evicting(redlock, logger);
+  const long long took = dlock::test::elapsed_ms(started);
+  for (int i = 2; i < 5; ++i) servers[i]->thaw();
+  const std::string said = log.str();
+  INFO(said);
+  std::size_t warnings = 0;
+  for (auto at = said.find("allkeys-lru"); at != std::string::npos; at = said.find("allkeys-lru", at + 1)) ++warnings;
+  CHECK(warnings == 2);  // the two nodes that answered
+  CHECK(took < 4000);    // one command timeout (2 s) for the three paused nodes together; three (6 s) before
+}
