@@ -16,6 +16,7 @@ struct TcpProxy::Link {
   int client = -1;
   int server = -1;
   std::atomic<bool> blackholed{false};
+  std::atomic<int> delay_ms{0};  // this link's own, on top of the proxy's
   ~Link() {
     if (client >= 0) ::close(client);
     if (server >= 0) ::close(server);
@@ -64,6 +65,11 @@ void TcpProxy::blackhole_existing() {
   for (auto& link : links_) link->blackholed = true;
 }
 
+void TcpProxy::slow_existing(int ms) {
+  std::lock_guard lock(mutex_);
+  for (auto& link : links_) link->delay_ms = ms;
+}
+
 void TcpProxy::accept_loop() {
   while (!stopping_) {
     pollfd watched{listen_fd_, POLLIN, 0};
@@ -96,9 +102,12 @@ void TcpProxy::pump(const std::shared_ptr<Link>& link, int from, int to, std::at
       return;
     }
     if (link->blackholed) continue;
-    if (const int delay = delay_ms.load(); delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    if (const int delay = delay_ms.load() + link->delay_ms.load(); delay > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    }
     for (ssize_t sent = 0; sent < got;) {
-      const ssize_t wrote = ::write(to, buffer + sent, static_cast<size_t>(got - sent));
+      // MSG_NOSIGNAL: a peer gone while a chunk waited must not SIGPIPE the test.
+      const ssize_t wrote = ::send(to, buffer + sent, static_cast<size_t>(got - sent), MSG_NOSIGNAL);
       if (wrote <= 0) return;
       sent += wrote;
     }

@@ -31,6 +31,12 @@ class TcpProxy {
   // each direction, on every connection: a slow link (a round trip costs twice this).
   void set_delay(int ms) { delay_ms_ = ms; }
 
+  // From now on, every chunk on the connections open at this moment waits
+  // this long before it is passed on; connections made afterwards forward at
+  // once. Bytes keep their order on each connection, not across them: a
+  // command sent later on a new connection can reach the server first.
+  void slow_existing(int ms);
+
   // How many connections the proxy has accepted so far.
   int accepted() const { return accepted_.load(); }
 

@@ -78,8 +78,20 @@ class PendingReply {
   // A descriptor that turns readable when more of the reply comes (poll()),
   // or -1 if there is none to watch (the reply is already here).
   virtual int ready_fd() const { return -1; }
-  // When get() would give up waiting.
+  // When get() would give up waiting (after a then(), when the oldest reply
+  // still to come on the connection is due).
   virtual std::chrono::steady_clock::time_point due() const { return std::chrono::steady_clock::time_point::max(); }
+  // Sends argv now on this reply's connection and returns its reply, read
+  // after this one, which is discarded unread: the server runs one
+  // connection's commands in order, so argv runs after this reply's command
+  // (a release after the acquire it undoes), whenever the server runs them.
+  // This object is spent afterwards (only destroyed). Null if the connection
+  // cannot carry one more (none of its own, or too many replies still owed);
+  // throws ConnectionError if sending failed.
+  virtual std::unique_ptr<PendingReply> then(std::span<const std::string_view> argv) {
+    (void)argv;
+    return nullptr;
+  }
 };
 
 class RedisExecutor {

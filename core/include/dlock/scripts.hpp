@@ -45,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dlock/detail/owed_replies.hpp"
 #include "dlock/redis_executor.hpp"
 
 namespace dlock::detail {
@@ -144,26 +145,39 @@ class ScriptRunner {
     std::string endpoint;
     // Until when (steady clock) calls skip the node: it just failed or stayed silent.
     std::unique_ptr<std::atomic<std::chrono::steady_clock::rep>> resting_until;
+    // Replies it still owes to calls that stopped waiting: the next commands follow on their connections.
+    std::unique_ptr<OwedReplies> owed;
   };
   // How long a Redlock node that failed is skipped before it is tried again.
   static constexpr std::chrono::milliseconds kNodeRest{1000};
   void rest(std::size_t node, std::chrono::steady_clock::time_point now);
+  // Sends the call in `parts` to one node, or says in `answer` why not: a node
+  // resting is skipped (but sent a call that `undoes` a grant after a reply it
+  // still owes, which it will run after that reply's command), a node that
+  // owes a reply is sent the call after it, on the same connection.
+  std::unique_ptr<PendingReply> send_to_node(std::size_t node, std::span<const std::string_view> parts, bool undoes,
+                                             NodeAnswer& answer);
   // Each node's reply to one call, sent to all before any is read.
   // Replies later than `give_up_at` count as none. Once `decided` holds, the
   // nodes still to answer are not waited for, unless `wait_for_all`; the
-  // time it first held goes to `decided_at` (if given).
+  // time it first held goes to `decided_at` (if given). The replies not
+  // read go to `unread` (by node) if given, else the nodes keep them owed.
   using Decided = bool (*)(const std::vector<NodeAnswer>&);
   std::vector<NodeAnswer> ask_every_node(const Script& script, std::span<const std::string_view> keys,
                                          std::span<const std::string_view> args,
                                          std::chrono::steady_clock::time_point give_up_at, Decided decided,
                                          bool wait_for_all,
-                                         std::optional<std::chrono::steady_clock::time_point>* decided_at);
+                                         std::optional<std::chrono::steady_clock::time_point>* decided_at,
+                                         std::vector<std::unique_ptr<PendingReply>>* unread = nullptr);
   RedisReply run_on_quorum(const Script& script, std::span<const std::string_view> keys,
                            std::span<const std::string_view> args);
   // Gives back, on the nodes named, a grant of the acquisition in acquire's
   // `args` (best effort); waits only for nodes that `answered` the acquire.
+  // A node whose reply is in `unread` is sent the release on that
+  // connection, after the acquire: it cannot overtake it.
   void give_back(const std::vector<std::size_t>& nodes, const std::vector<bool>& answered,
-                 std::span<const std::string_view> keys, std::span<const std::string_view> acquire_args);
+                 std::span<const std::string_view> keys, std::span<const std::string_view> acquire_args,
+                 std::vector<std::unique_ptr<PendingReply>>& unread);
   std::vector<RedisReply> run_pipelined_on_quorum(
       const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
       std::chrono::steady_clock::time_point deadline);

@@ -5,7 +5,9 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "dlock/detail/in_parallel.hpp"
 #include "dlock/errors.hpp"
 
 namespace dlock::detail {
@@ -27,40 +29,60 @@ std::string info_field(std::string_view info, std::string_view field) {
   return {};
 }
 
-// The text of INFO `section`, or empty (with a debug line naming `check`) when it cannot be read.
-std::string read_info(RedisExecutor& redis, spdlog::logger& logger, const char* section, const char* check) {
-  RedisReply reply;
+// What one master's INFO `section` says: its text, or why it could not be read.
+struct InfoRead {
+  RedisExecutor* master;
+  std::string text;  // empty when it could not be read
+  std::string failure;
+};
+
+InfoRead read_info(RedisExecutor& master, const char* section) {
+  InfoRead read{&master, {}, {}};
   try {
-    reply = redis.command({"INFO", section});
+    RedisReply reply = master.command({"INFO", section});
+    if (reply.type == RedisReply::Type::String) {
+      read.text = std::move(reply.str);
+    } else {
+      read.failure = "INFO answered " + (reply.is_error() ? reply.str : std::string("no text"));
+    }
   } catch (const Error& e) {
-    logger.debug("{} check skipped: INFO failed: {}", check, e.what());
-    return {};
+    read.failure = std::string("INFO failed: ") + e.what();
   }
-  if (reply.type != RedisReply::Type::String) {
-    logger.debug("{} check skipped: INFO answered {}", check, reply.is_error() ? reply.str : "no text");
-    return {};
-  }
-  return std::move(reply.str);
+  return read;
 }
 
-// Runs `check` on every master (a cluster's each; one server: itself). A
-// master that cannot be reached is passed over with a debug line: the checks
-// only warn, and a call that needs it will say more.
-void on_every_master(RedisExecutor& redis, spdlog::logger& logger, const char* check,
-                     const std::function<void(RedisExecutor&)>& run) {
-  try {
-    redis.for_each_master(run);
-  } catch (const Error& e) {
-    logger.debug("{} check skipped: {}", check, e.what());
+// Reads INFO `section` of every master (a cluster's each; one server: itself)
+// and runs `check` on each text read. A Redlock's nodes are read at once: a
+// paused node costs the start-up one command timeout, however many are
+// paused. A master that cannot be read is passed over with a debug line: the
+// checks only warn, and a call that needs it will say more. The logger is
+// only used on this thread (a user's logger need not be thread-safe).
+void on_every_master(RedisExecutor& redis, spdlog::logger& logger, const char* section, const char* check_name,
+                     const std::function<void(RedisExecutor& master, const std::string& info)>& check) {
+  std::vector<InfoRead> reads;
+  if (const std::vector<RedisExecutor*> nodes = redis.quorum_nodes(); !nodes.empty()) {
+    reads.resize(nodes.size());
+    (void)in_parallel(nodes.size(), [&](std::size_t i) { reads[i] = read_info(*nodes[i], section); });
+  } else {
+    try {
+      redis.for_each_master([&](RedisExecutor& master) { reads.push_back(read_info(master, section)); });
+    } catch (const Error& e) {
+      logger.debug("{} check skipped: {}", check_name, e.what());
+    }
+  }
+  for (const InfoRead& read : reads) {
+    if (read.text.empty()) {
+      logger.debug("{} check skipped: {}", check_name, read.failure);
+    } else {
+      check(*read.master, read.text);
+    }
   }
 }
 
 }  // namespace
 
 void warn_if_evicting(RedisExecutor& redis, spdlog::logger& logger) {
-  on_every_master(redis, logger, "eviction", [&](RedisExecutor& master) {
-    const std::string info = read_info(master, logger, "memory", "eviction");
-    if (info.empty()) return;
+  on_every_master(redis, logger, "memory", "eviction", [&](RedisExecutor& master, const std::string& info) {
     const std::string maxmemory = info_field(info, "maxmemory");
     const std::string policy = info_field(info, "maxmemory_policy");
     if (maxmemory.empty() || maxmemory == "0" || policy.empty() || policy == "noeviction") return;
@@ -73,9 +95,7 @@ void warn_if_evicting(RedisExecutor& redis, spdlog::logger& logger) {
 
 void warn_if_too_few_replicas(RedisExecutor& redis, spdlog::logger& logger, int wanted) {
   if (wanted <= 0) return;
-  on_every_master(redis, logger, "replica", [&](RedisExecutor& master) {
-    const std::string info = read_info(master, logger, "replication", "replica");
-    if (info.empty()) return;
+  on_every_master(redis, logger, "replication", "replica", [&](RedisExecutor& master, const std::string& info) {
     const std::string connected = info_field(info, "connected_slaves");
     if (connected.empty() || std::stoll("0" + connected) >= wanted) return;
     logger.warn("redis {} has {} replica(s) connected but lock.replica_acks asks {} to acknowledge every acquisition: "

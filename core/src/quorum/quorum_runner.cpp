@@ -23,6 +23,42 @@ void ScriptRunner::rest(std::size_t node, std::chrono::steady_clock::time_point 
   nodes_[node].resting_until->store((now + kNodeRest).time_since_epoch().count());
 }
 
+std::unique_ptr<PendingReply> ScriptRunner::send_to_node(std::size_t i, std::span<const std::string_view> parts,
+                                                         bool undoes, NodeAnswer& answer) {
+  answer.endpoint = nodes_[i].endpoint;
+  answer.sent = false;
+  const auto now = std::chrono::steady_clock::now();
+  // A node silent for a whole command timeout since its oldest reply owed is given a rest.
+  const OwedReplies::Settled owed = nodes_[i].owed->settle(now);
+  if (owed.silent || owed.failed) rest(i, now);
+  const bool resting = now.time_since_epoch().count() < nodes_[i].resting_until->load();
+  try {
+    std::unique_ptr<PendingReply> pending;
+    bool owing = owed.owing;
+    // Not dialled again while it owes a reply: the call follows on that connection. A
+    // resting node still gets a release there, so it does not keep a freed grant for a lease.
+    if (owing && (undoes || !resting)) pending = nodes_[i].owed->send_after(parts, owing);
+    if (!pending && resting) {
+      // A node that just failed is given a rest: calls would otherwise each
+      // open a connection to it (and a paused server's backlog fills up).
+      answer.failure = "redis " + nodes_[i].endpoint + ": skipped: it failed less than " +
+                       std::to_string(kNodeRest.count()) + " ms ago";
+      return nullptr;
+    }
+    if (!pending && owing) {
+      answer.failure = "redis " + nodes_[i].endpoint + ": skipped: it still owes replies to earlier calls";
+      return nullptr;
+    }
+    if (!pending) pending = nodes_[i].redis->start(parts);
+    answer.sent = true;
+    return pending;
+  } catch (const Error& e) {
+    answer.failure = e.what();
+    rest(i, std::chrono::steady_clock::now());
+    return nullptr;
+  }
+}
+
 namespace {
 
 // Whether a majority of the answers so far say yes: the call's outcome is known.
@@ -99,7 +135,8 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
                                                      std::span<const std::string_view> args,
                                                      std::chrono::steady_clock::time_point give_up_at,
                                                      Decided decided, bool wait_for_all,
-                                                     std::optional<std::chrono::steady_clock::time_point>* decided_at) {
+                                                     std::optional<std::chrono::steady_clock::time_point>* decided_at,
+                                                     std::vector<std::unique_ptr<PendingReply>>* unread) {
   std::optional<std::chrono::steady_clock::time_point> decided_here;
   if (!decided_at) decided_at = &decided_here;
   const auto started = std::chrono::steady_clock::now();
@@ -115,29 +152,13 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
   std::vector<NodeAnswer> answers(nodes_.size());
   std::vector<std::unique_ptr<PendingReply>> pending(nodes_.size());
   parts[1] = sha_of(script);
-  const auto sending = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    answers[i].endpoint = nodes_[i].endpoint;
-    // A node that just failed is given a rest: calls would otherwise each
-    // open a connection to it (and a paused server's backlog fills up).
-    answers[i].sent = false;
-    if (sending.time_since_epoch().count() < nodes_[i].resting_until->load()) {
-      answers[i].failure = "redis " + nodes_[i].endpoint + ": skipped: it failed less than " +
-                           std::to_string(kNodeRest.count()) + " ms ago";
-      continue;
-    }
-    try {
-      pending[i] = nodes_[i].redis->start(parts);
-      answers[i].sent = true;
-    } catch (const Error& e) {
-      answers[i].failure = e.what();
-      rest(i, std::chrono::steady_clock::now());
-    }
-  }
+  const bool undoes = &script == &kReleaseScript || &script == &kLeaveScript || &script == &kForceReleaseScript;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) pending[i] = send_to_node(i, parts, undoes, answers[i]);
   // Replies are read as they come, whichever node answers first, until every
   // node answered or gave up, or `decided` says the outcome is known: a node
   // slower than the others (paused, far away) then costs the call nothing,
-  // and its reply is left unread (its connection dropped; its command runs).
+  // and its reply is left unread (kept owed on its connection; its command runs).
+  std::vector<std::unique_ptr<PendingReply>> left_unread(nodes_.size());
   std::vector<std::size_t> lost_scripts;
   std::vector<pollfd> watched;
   for (;;) {
@@ -162,7 +183,7 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
           answers[i].failure = "redis " + nodes_[i].endpoint + ": no reply in time";
           // Silent for its whole command timeout (not just past this call's own limit): rest it.
           if (now >= pending[i]->due()) rest(i, now);
-          pending[i].reset();
+          left_unread[i] = std::move(pending[i]);
           continue;
         }
       } catch (const Error& e) {
@@ -188,10 +209,13 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
     ::poll(watched.data(), watched.size(), static_cast<int>(std::clamp<long long>(left, 0, 1000)));
   }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!pending[i]) continue;
-    answers[i].failure = "redis " + nodes_[i].endpoint + ": not waited for (a majority had answered)";
-    pending[i].reset();
+    if (pending[i]) {
+      answers[i].failure = "redis " + nodes_[i].endpoint + ": not waited for (a majority had answered)";
+      left_unread[i] = std::move(pending[i]);
+    }
+    if (!unread) nodes_[i].owed->keep(std::move(left_unread[i]));
   }
+  if (unread) *unread = std::move(left_unread);
   // A node that lost its scripts (a restart, SCRIPT FLUSH) loads them and runs the call again.
   for (std::size_t i : lost_scripts) {
     try {
@@ -220,8 +244,9 @@ RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std
     // connection, and hold the lock there, a minority, for one lease. The
     // validity is judged by when the majority had granted.
     std::optional<std::chrono::steady_clock::time_point> granted_at;
+    std::vector<std::unique_ptr<PendingReply>> unread;
     std::vector<NodeAnswer> answers =
-        ask_every_node(script, keys, args, valid_until, &majority_said_yes<is_granted>, true, &granted_at);
+        ask_every_node(script, keys, args, valid_until, &majority_said_yes<is_granted>, true, &granted_at, &unread);
     const bool validity_spent = (granted_at ? *granted_at : std::chrono::steady_clock::now()) >= valid_until;
     AcquireOutcome outcome = combine_acquire(answers, validity_spent, split_vote_jitter_ms());
     if (!outcome.to_undo.empty()) {
@@ -232,8 +257,10 @@ RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std
         if (answers[i].sent) reached.push_back(i);
       }
       for (std::size_t i = 0; i < answers.size(); ++i) answered[i] = answers[i].reply.has_value();
-      if (!reached.empty()) give_back(reached, answered, keys, args);
+      if (!reached.empty()) give_back(reached, answered, keys, args, unread);
     }
+    // A grant still to come is owed: this caller's release will follow it on the same connection.
+    for (std::size_t i = 0; i < unread.size(); ++i) nodes_[i].owed->keep(std::move(unread[i]));
     if (outcome.outage) throw ConnectionError(*outcome.outage);
     return std::move(outcome.reply);
   }
@@ -255,7 +282,8 @@ RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std
 }
 
 void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, const std::vector<bool>& answered,
-                             std::span<const std::string_view> keys, std::span<const std::string_view> acquire_args) {
+                             std::span<const std::string_view> keys, std::span<const std::string_view> acquire_args,
+                             std::vector<std::unique_ptr<PendingReply>>& unread) {
   // acquire's ARGV: id, lease, "wait window retention arrival"; release's: id, "window retention".
   const std::string_view settings = acquire_args[2];
   const std::size_t window_at = std::min(settings.size(), settings.find(' ') + 1);
@@ -271,11 +299,16 @@ void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, const std::v
   parts.insert(parts.end(), keys.begin(), keys.end());
   parts.emplace_back(acquire_args[0]);
   parts.emplace_back(line_settings);
+  const std::vector<std::string_view> views(parts.begin(), parts.end());
   std::vector<std::unique_ptr<PendingReply>> pending(nodes.size());
   for (std::size_t j = 0; j < nodes.size(); ++j) {
     try {
-      const std::vector<std::string_view> views(parts.begin(), parts.end());
-      pending[j] = nodes_[nodes[j]].redis->start(views);
+      // After the acquire, on its connection: sent on another, the release could run first.
+      std::unique_ptr<PendingReply>& acquire = unread[nodes[j]];
+      if (acquire) pending[j] = acquire->then(views);
+      if (pending[j]) acquire.reset();  // spent
+      NodeAnswer unused;
+      if (!pending[j]) pending[j] = send_to_node(nodes[j], views, true, unused);
     } catch (const Error&) {
       // Unreachable: what it granted, nobody renews; it idles out its lease.
     }
@@ -283,10 +316,9 @@ void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, const std::v
   std::vector<std::size_t> lost_scripts;
   for (std::size_t j = 0; j < nodes.size(); ++j) {
     // A node that did not answer the acquire is not waited for again: the
-    // release is sent, and runs whenever the node reads it (its connection
-    // is dropped unread).
+    // release is sent, and runs whenever the node reads it (kept owed on its connection).
     if (!answered[nodes[j]]) {
-      pending[j].reset();
+      nodes_[nodes[j]].owed->keep(std::move(pending[j]));
       continue;
     }
     try {

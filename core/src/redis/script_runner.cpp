@@ -17,7 +17,8 @@ ScriptRunner::ScriptRunner(RedisExecutor& redis, ReplicaAcknowledgement acknowle
     : redis_(redis), acknowledgement_(acknowledgement) {
   for (RedisExecutor* node : redis.quorum_nodes()) {
     nodes_.push_back(Node{node, std::make_unique<ScriptRunner>(*node, acknowledgement), node->endpoint(),
-                          std::make_unique<std::atomic<std::chrono::steady_clock::rep>>(0)});
+                          std::make_unique<std::atomic<std::chrono::steady_clock::rep>>(0),
+                          std::make_unique<OwedReplies>()});
   }
 }
 

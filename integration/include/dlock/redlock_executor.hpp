@@ -71,7 +71,8 @@ class RedlockExecutor final : public RedisExecutor {
 // lease and may have forgotten locks it held: it sits out the rest of that
 // time. Its uptime (INFO server) is read at connect() and again whenever
 // its pool opened a connection since the last reading (a restart breaks
-// every connection), before its next vote counts.
+// every connection); that reading runs on a thread of the node's own, and
+// until it is in, the node does not vote (may_vote() never waits for I/O).
 class RedlockNode final : public RedisExecutor {
  public:
   RedlockNode(RedisConfig node_config, Millis restarted_node_delay);

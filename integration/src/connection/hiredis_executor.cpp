@@ -7,6 +7,7 @@
 #include "dlock/errors.hpp"
 
 #include <optional>
+#include <vector>
 #include <utility>
 
 namespace dlock {
@@ -46,20 +47,28 @@ RedisReply HiredisExecutor::command_parts(std::span<const std::string_view> argv
 namespace {
 
 // A command sent on a borrowed connection, which stays borrowed until its reply is read.
+// After then(), the replies of the commands before it come first, each by its own deadline, and are discarded.
 class PooledPendingReply final : public PendingReply {
  public:
-  PooledPendingReply(detail::ConnectionPool::Lease connection, std::chrono::steady_clock::time_point deadline)
-      : connection_(std::move(connection)), deadline_(deadline) {}
+  using Clock = std::chrono::steady_clock;
+  PooledPendingReply(detail::ConnectionPool::Lease connection, std::vector<Clock::time_point> deadlines)
+      : connection_(std::move(connection)), deadlines_(std::move(deadlines)) {}
   ~PooledPendingReply() override {
-    if (!read_) connection_->abandon();  // its reply would be the next borrower's
+    if (!read_ && !handed_on_) connection_->abandon();  // its reply would be the next borrower's
   }
-  RedisReply get(std::chrono::steady_clock::time_point give_up_at) override {
+  RedisReply get(Clock::time_point give_up_at) override {
     if (arrived_) return std::move(*std::exchange(arrived_, std::nullopt));
     read_ = true;
-    return connection_->receive(std::min(deadline_, give_up_at));
+    for (; deadlines_.size() > 1; deadlines_.erase(deadlines_.begin())) {
+      (void)connection_->receive(std::min(deadlines_.front(), give_up_at));
+    }
+    return connection_->receive(std::min(deadlines_.front(), give_up_at));
   }
   std::optional<RedisReply> take_if_arrived() override {
     if (!arrived_) {
+      for (; deadlines_.size() > 1; deadlines_.erase(deadlines_.begin())) {
+        if (!connection_->receive_if_arrived()) return std::nullopt;
+      }
       arrived_ = connection_->receive_if_arrived();
       read_ = arrived_.has_value();
     }
@@ -67,12 +76,23 @@ class PooledPendingReply final : public PendingReply {
   }
   // take_if_arrived() drains what TLS holds decrypted before any poll(), so the socket is what to watch.
   int ready_fd() const override { return connection_->fd(); }
-  std::chrono::steady_clock::time_point due() const override { return deadline_; }
+  Clock::time_point due() const override { return deadlines_.front(); }
+  std::unique_ptr<PendingReply> then(std::span<const std::string_view> argv) override {
+    // A paused server's socket buffers fill up: past a few, the caller looks elsewhere.
+    constexpr std::size_t kMostOwed = 16;
+    if (deadlines_.size() >= kMostOwed) return nullptr;
+    std::vector<Clock::time_point> deadlines;
+    if (!arrived_) deadlines = deadlines_;
+    deadlines.push_back(connection_->send_command(argv));
+    handed_on_ = true;
+    return std::make_unique<PooledPendingReply>(std::move(connection_), std::move(deadlines));
+  }
 
  private:
   detail::ConnectionPool::Lease connection_;
-  const std::chrono::steady_clock::time_point deadline_;
+  std::vector<Clock::time_point> deadlines_;  // of the replies still to come, this one's last
   bool read_ = false;
+  bool handed_on_ = false;  // then() moved the connection on
   std::optional<RedisReply> arrived_;  // taken by take_if_arrived, not yet by get
 };
 
@@ -81,7 +101,7 @@ class PooledPendingReply final : public PendingReply {
 std::unique_ptr<PendingReply> HiredisExecutor::start(std::span<const std::string_view> argv) {
   auto connection = pool_.borrow();
   const auto deadline = connection->send_command(argv);
-  return std::make_unique<PooledPendingReply>(std::move(connection), deadline);
+  return std::make_unique<PooledPendingReply>(std::move(connection), std::vector{deadline});
 }
 
 std::vector<RedisReply> HiredisExecutor::pipeline(const std::vector<RedisCommand>& commands) {

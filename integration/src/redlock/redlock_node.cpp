@@ -1,9 +1,12 @@
 // One Redlock node: a HiredisExecutor that reads the server's uptime and run_id (INFO
-// server), so a node restarted within redis.redlock.restarted_node_delay_ms sits out votes.
+// server), so a node restarted within redis.redlock.restarted_node_delay_ms sits out votes;
+// after a reconnect the uptime is read again on a thread of the node's own.
 #include <charconv>
 #include <mutex>
 #include <optional>
+#include <thread>
 
+#include "dlock/detail/fork_guard.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/hiredis_executor.hpp"
 #include "dlock/redlock_executor.hpp"
@@ -29,7 +32,29 @@ std::optional<long long> uptime_seconds(const RedisReply& info) {
 }  // namespace
 
 struct RedlockNode::State {
-  State(RedisConfig config, Millis delay) : redis(std::move(config)), restarted_node_delay(delay) {}
+  State(RedisConfig config, Millis delay)
+      : redis(std::move(config)), restarted_node_delay(delay), generation(detail::fork_generation()) {
+    // may_vote() takes it on every vote, the watchdog's too; a child must not inherit it locked.
+    detail::hold_across_fork(mutex);
+  }
+  ~State() {
+    std::thread last;
+    {
+      std::lock_guard lock(mutex);
+      last = take_reader();
+    }
+    if (last.joinable()) last.join();
+    detail::release_across_fork(mutex);
+  }
+
+  // The last reading's thread, to join; none in a fork child, which has no
+  // thread of its parent's (that handle is left behind, never joined).
+  // Called with mutex held.
+  std::thread take_reader() {
+    std::thread last = std::move(reader);
+    if (last.joinable() && generation != detail::fork_generation()) (void)new std::thread(std::move(last));
+    return last;
+  }
 
   // From when the node may vote, by its uptime now. Throws ConnectionError,
   // or ConfigError if the node refuses INFO (the user's to fix).
@@ -51,15 +76,8 @@ struct RedlockNode::State {
     return Clock::now() + std::max(Millis(0), left);
   }
 
-  // Reads the uptime if the pool opened a connection since the last reading
-  // (one opened before it is read again: a restart breaks every connection).
-  // The reading is made without the mutex: other callers are not held up by a slow node.
-  void refresh() {
-    const std::uint64_t opened = redis.connections_opened();
-    {
-      std::lock_guard lock(mutex);
-      if (read_at_opened && *read_at_opened == opened) return;
-    }
+  // Reads the uptime and records it as of `opened` (connections_opened() before the reading).
+  void read_as_of(std::uint64_t opened) {
     const Clock::time_point from = read_voting_from();
     std::lock_guard lock(mutex);
     if (!read_at_opened || *read_at_opened < opened) {
@@ -68,12 +86,53 @@ struct RedlockNode::State {
     }
   }
 
+  // Whether the node may vote now, by the last reading of its uptime. If the
+  // pool opened a connection since (a restart breaks every connection), the
+  // uptime is unknown: the node does not vote, and a reading is started on a
+  // thread of its own, so that no caller (the watchdog's included) waits on a
+  // slow node's INFO.
+  bool votes_now() {
+    const std::uint64_t opened = redis.connections_opened();
+    std::lock_guard lock(mutex);
+    if (read_at_opened && *read_at_opened == opened) return Clock::now() >= voting_from;
+    const bool reading_here = reading && generation == detail::fork_generation();
+    if (!reading_here && Clock::now() >= next_reading_at) start_reading();
+    return false;
+  }
+
+  // Called with mutex held.
+  void start_reading() {
+    std::thread previous = take_reader();
+    reading = true;
+    generation = detail::fork_generation();
+    reader = std::thread([this, previous = std::move(previous)]() mutable {
+      if (previous.joinable()) previous.join();  // it has finished: it cleared `reading`
+      const std::uint64_t opened = redis.connections_opened();
+      bool failed = false;
+      try {
+        read_as_of(opened);
+      } catch (const Error&) {
+        failed = true;  // not known not to have restarted: no vote, and read again at a later vote
+      }
+      std::lock_guard lock(mutex);
+      reading = false;
+      // A node that answers scripts but not INFO is not asked at every vote.
+      if (failed) next_reading_at = Clock::now() + kReadingPause;
+    });
+  }
+
+  static constexpr Millis kReadingPause{100};
+
   HiredisExecutor redis;
   const Millis restarted_node_delay;
   std::mutex mutex;
   std::string run_id;                          // guarded by mutex: INFO server's, once read
   std::optional<std::uint64_t> read_at_opened;  // guarded by mutex: connections_opened() at the last reading
   Clock::time_point voting_from = Clock::time_point::max();  // guarded by mutex
+  bool reading = false;                        // guarded by mutex: a reading runs on `reader`
+  Clock::time_point next_reading_at;           // guarded by mutex: after a failed reading
+  std::thread reader;                          // guarded by mutex: the last reading's thread
+  unsigned generation;                         // guarded by mutex: fork_generation() of `reader`
 };
 
 RedlockNode::RedlockNode(RedisConfig node_config, Millis restarted_node_delay)
@@ -84,7 +143,8 @@ RedlockNode::~RedlockNode() = default;
 void RedlockNode::connect() {
   state_->redis.connect();
   if (state_->restarted_node_delay > Millis(0)) {
-    state_->refresh();
+    // At start-up the reading is made here: the caller waits for the nodes anyway.
+    state_->read_as_of(state_->redis.connections_opened());
     return;
   }
   try {
@@ -101,13 +161,7 @@ std::string RedlockNode::run_id() const {
 
 bool RedlockNode::may_vote() {
   if (state_->restarted_node_delay <= Millis(0)) return true;
-  try {
-    state_->refresh();
-  } catch (const Error&) {
-    return false;  // not known not to have restarted: read again at the next vote
-  }
-  std::lock_guard lock(state_->mutex);
-  return Clock::now() >= state_->voting_from;
+  return state_->votes_now();
 }
 
 RedisReply RedlockNode::command(const RedisCommand& argv) { return state_->redis.command(argv); }
