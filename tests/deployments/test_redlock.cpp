@@ -214,8 +214,10 @@ TEST_CASE("a Redlock node restarted empty gives no second owner while the lock i
   RedlockNodes nodes(3);
   auto config = nodes.config(2500ms);
   config.lock.watchdog_timeout = 2000ms;
-  // Fresh servers sit out the delay too: wait it out once (uptime is read in whole seconds, rounded down).
-  std::this_thread::sleep_for(3200ms);
+  // Fresh servers sit out the delay too: wait it out once. Redis' uptime is a
+  // difference of whole seconds, so dlock takes a node to have run a second
+  // less than it says: 4.2 s is read as at least 3 s, past the 2.5 s delay.
+  std::this_thread::sleep_for(4200ms);
   auto holder_service = dlock::make_lock_service(config);
   auto other = dlock::make_lock_service(config);
   nodes[2].run({"HSET", "dlock:{restart}", "someone-else", "1"});

@@ -71,8 +71,11 @@ struct RedlockNode::State {
                             "); dlock reads it to tell a node that restarted empty: grant the user INFO, or set "
                             "redis.redlock.restarted_node_delay_ms: 0 if every node persists each write");
     }
-    // Whole seconds, rounded down: the node may have run up to a second longer, never less.
-    const Millis left = restarted_node_delay - std::chrono::seconds(*uptime);
+    // Redis counts uptime as the difference of two clock readings in whole
+    // seconds (its start's and now's), so `1` may mean it started 10 ms ago:
+    // the node may have run up to a second less than it says, and so it is
+    // taken to have run one second less (a fresh node waits a second longer).
+    const Millis left = restarted_node_delay - std::chrono::seconds(std::max(0LL, *uptime - 1));
     return Clock::now() + std::max(Millis(0), left);
   }
 

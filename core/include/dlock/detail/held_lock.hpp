@@ -51,7 +51,8 @@ struct HeldLock {
   std::atomic<bool> renewed{false};        // watchdog-managed (else a fixed lease)
   std::atomic<std::int64_t> lease_ms{0};   // what renewals and releases PEXPIRE to
   std::atomic<Clock::rep> valid_until{0};  // local-clock deadline of the last granted lease
-  std::atomic<bool> lost_flag{false};      // set once; never cleared
+  std::atomic<bool> lost_flag{false};      // set once, after the loss was reported; never cleared
+  std::atomic<bool> loss_claimed{false};   // handle_lost's once-flag, set before its report
   std::atomic<bool> fence_raised{false};   // Redlock: fencing_token raised on a majority (set once, under io)
   int handoffs_in_a_row = 0;               // set before sharing: direct grants within this process that led here
   std::shared_ptr<const OwnRelease> own_release;  // set before sharing; null for a lock
