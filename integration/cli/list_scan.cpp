@@ -2,11 +2,14 @@
 // a majority needed), each name told apart by its suffix and kept if its key matches PATTERN.
 #include "list_scan.hpp"
 
+#include <exception>
 #include <mutex>
 #include <string_view>
 #include <vector>
 
 #include "dlock/detail/in_parallel.hpp"
+#include "dlock/detail/quorum.hpp"
+#include "dlock/errors.hpp"
 #include "glob_match.hpp"
 #include "node_reads.hpp"
 #include "redis_refusal.hpp"
@@ -76,13 +79,30 @@ FoundNames scan_names(RedisExecutor& redis, const std::string& prefix, const std
     return found;
   }
   // Each node holds what it granted: a lock a majority holds is on at least one node of any majority.
+  // A node that refuses SCAN (a missing right on that node alone) is passed
+  // over as a node down is: the majority decides; a refusal speaks for the
+  // Redlock only when a majority of the nodes gave it.
   const auto failures = detail::in_parallel(nodes.size(), [&](std::size_t i) { scan(*nodes[i]); });
-  rethrow_unless_unreachable(failures);
   std::size_t scanned = 0;
+  std::size_t refused = 0;
+  std::exception_ptr a_refusal;
   std::string last_failure;
   for (const auto& failure : failures) {
-    if (failure) last_failure = detail::message_of(failure);
-    scanned += failure ? 0 : 1;
+    if (!failure) {
+      ++scanned;
+      continue;
+    }
+    last_failure = detail::message_of(failure);
+    try {
+      std::rethrow_exception(failure);
+    } catch (const ConnectionError&) {
+    } catch (const Error&) {
+      ++refused;
+      a_refusal = failure;
+    }
+  }
+  if (scanned < detail::majority_of(nodes.size()) && refused >= detail::majority_of(nodes.size())) {
+    std::rethrow_exception(a_refusal);
   }
   require_majority(scanned, nodes.size(), "list the locks", last_failure);
   return found;

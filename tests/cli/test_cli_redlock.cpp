@@ -6,11 +6,14 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "cli_harness.hpp"
 #include "deployment_yaml.hpp"
 #include "redlock_nodes.hpp"
+#include "services.hpp"
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -181,4 +184,33 @@ TEST_CASE("dlock run over a Redlock names the nodes that are read-only replicas"
                              Contains("127.0.0.1:" + std::to_string(redlock.nodes[2].port())));
   CHECK_THAT(result.err, Contains("read-only replica") && Contains("redis.redlock.nodes"));
   CHECK_THAT(result.err, !Contains("redis.host"));
+}
+
+// The command read the nodes one after another before it asked them at once:
+// each paused node cost it a whole command timeout of its own.
+TEST_CASE("dlock status and list and unlock over a Redlock ask the nodes at once: two paused nodes cost one timeout",
+          "[cli][redlock]") {
+  RedlockNodes nodes(5);
+  auto config = nodes.config();
+  config.redis.command_timeout = 3000ms;
+  config.redis.connect_timeout = 3000ms;
+  auto service = dlock::make_lock_service(config);
+  auto held = service->lock("cli:paused", {.lease = 60s});
+  TempDir dir;
+  const std::string yaml = dir.write("redlock.yaml", deployment_yaml(config.redis));
+  nodes[3].freeze();
+  nodes[4].freeze();
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"status", "cli:paused"},
+                                               std::vector<std::string>{"list"},
+                                               std::vector<std::string>{"unlock", "--force", "cli:paused"}}) {
+    const auto started = std::chrono::steady_clock::now();
+    const auto result = dlock_cli_with(dir, yaml, args);
+    const long long took = elapsed_ms(started);
+    INFO(args.front() << " took " << took << " ms: " << result.out << result.err);
+    CHECK(result.status == 0);     // three of five answered: a majority
+    CHECK(took < 5500);            // one 3 s timeout for both paused nodes; two or more (6 s+) one after another
+  }
+  nodes[3].thaw();
+  nodes[4].thaw();
+  CHECK(nodes[0].run({"EXISTS", "dlock:{cli:paused}"}) == "0");  // the forced release reached the majority
 }

@@ -86,10 +86,13 @@ class PendingReply {
   // connection's commands in order, so argv runs after this reply's command
   // (a release after the acquire it undoes), whenever the server runs them.
   // This object is spent afterwards (only destroyed). Null if the connection
-  // cannot carry one more (none of its own, or too many replies still owed);
+  // cannot carry one more (none of its own, or too many replies still owed:
+  // a cap that an `undoing` command, a release or a give-back, passes, since
+  // it is bounded by the grants it undoes and must reach the node);
   // throws ConnectionError if sending failed.
-  virtual std::unique_ptr<PendingReply> then(std::span<const std::string_view> argv) {
+  virtual std::unique_ptr<PendingReply> then(std::span<const std::string_view> argv, bool undoing = false) {
     (void)argv;
+    (void)undoing;
     return nullptr;
   }
 };

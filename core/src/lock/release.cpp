@@ -55,13 +55,15 @@ void ServiceCore::release(Hold& hold, Release how) {
   // Before the release is sent, so no renewal can re-extend a released lock.
   if (final) watchdog_.unwatch(*lock);
   if (how == Release::locally_only) return;
-  if (!lock->lost_flag.load() && lock->is_lost()) {
+  if (!lock->loss_claimed.load() && lock->is_lost()) {
     // Its validity ran out by this holder's clock and the watchdog, which gives
     // that verdict on a thread of its own, has not said so yet: the verdict
     // must not depend on which thread runs first.
     handle_lost(lock, "its lease ran out by the local clock before its release");
   }
-  if (lock->lost_flag.load()) {
+  // loss_claimed, not lost_flag: another thread (the watchdog) may be reporting the loss right now,
+  // and lost_flag is published only once it has; the release must not count as a success meanwhile.
+  if (lock->loss_claimed.load()) {
     // Its hold may still be in Redis (a renewal that came too late, a grant
     // that arrived already expired by our clock): the release, owner-checked
     // by this acquisition's id, frees it now rather than a lease later, and

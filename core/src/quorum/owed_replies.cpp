@@ -41,6 +41,7 @@ OwedReplies::Settled OwedReplies::settle(Clock::time_point now) {
   for (auto it = owed_.begin(); it != owed_.end();) {
     try {
       if ((*it)->take_if_arrived()) {
+        settled.answered = true;
         it = owed_.erase(it);  // in step again: the connection goes back to the pool
         continue;
       }
@@ -56,14 +57,15 @@ OwedReplies::Settled OwedReplies::settle(Clock::time_point now) {
   return settled;
 }
 
-std::unique_ptr<PendingReply> OwedReplies::send_after(std::span<const std::string_view> argv, bool& owing) {
+std::unique_ptr<PendingReply> OwedReplies::send_after(std::span<const std::string_view> argv, bool undoing,
+                                                      bool& owing) {
   std::lock_guard lock(mutex_);
   forget_if_forked();
   owing = !owed_.empty();
   for (auto it = owed_.begin(); it != owed_.end(); ++it) {
     std::unique_ptr<PendingReply> next;
     try {
-      next = (*it)->then(argv);
+      next = (*it)->then(argv, undoing);
     } catch (const Error&) {
       owed_.erase(it);
       throw;

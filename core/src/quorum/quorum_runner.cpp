@@ -30,14 +30,19 @@ std::unique_ptr<PendingReply> ScriptRunner::send_to_node(std::size_t i, std::spa
   const auto now = std::chrono::steady_clock::now();
   // A node silent for a whole command timeout since its oldest reply owed is given a rest.
   const OwedReplies::Settled owed = nodes_[i].owed->settle(now);
-  if (owed.silent || owed.failed) rest(i, now);
+  if (owed.silent || owed.failed) {
+    rest(i, now);
+  } else if (owed.answered && !owed.owing) {
+    // It owed replies and has sent them all: it answers again, so its rest ends (a release is not skipped).
+    nodes_[i].resting_until->store(0);
+  }
   const bool resting = now.time_since_epoch().count() < nodes_[i].resting_until->load();
   try {
     std::unique_ptr<PendingReply> pending;
     bool owing = owed.owing;
     // Not dialled again while it owes a reply: the call follows on that connection. A
     // resting node still gets a release there, so it does not keep a freed grant for a lease.
-    if (owing && (undoes || !resting)) pending = nodes_[i].owed->send_after(parts, owing);
+    if (owing && (undoes || !resting)) pending = nodes_[i].owed->send_after(parts, undoes, owing);
     if (!pending && resting) {
       // A node that just failed is given a rest: calls would otherwise each
       // open a connection to it (and a paused server's backlog fills up).
@@ -305,7 +310,7 @@ void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, const std::v
     try {
       // After the acquire, on its connection: sent on another, the release could run first.
       std::unique_ptr<PendingReply>& acquire = unread[nodes[j]];
-      if (acquire) pending[j] = acquire->then(views);
+      if (acquire) pending[j] = acquire->then(views, true);
       if (pending[j]) acquire.reset();  // spent
       NodeAnswer unused;
       if (!pending[j]) pending[j] = send_to_node(nodes[j], views, true, unused);

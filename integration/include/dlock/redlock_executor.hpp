@@ -73,6 +73,12 @@ class RedlockExecutor final : public RedisExecutor {
 // its pool opened a connection since the last reading (a restart breaks
 // every connection); that reading runs on a thread of the node's own, and
 // until it is in, the node does not vote (may_vote() never waits for I/O).
+// Redis counts uptime in whole seconds, so it is taken as a second less.
+// A command, pipeline or connect() that failed (ConnectionError) makes the
+// node's commands and pipelines fail at once for max(command_timeout,
+// connect_timeout): a paused node costs steps that follow each other (the
+// dlock command's, the start-up checks') one timeout together, not one each
+// (the core's quorum runner rests a node for scripts alike).
 class RedlockNode final : public RedisExecutor {
  public:
   RedlockNode(RedisConfig node_config, Millis restarted_node_delay);

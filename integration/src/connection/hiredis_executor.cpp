@@ -77,10 +77,12 @@ class PooledPendingReply final : public PendingReply {
   // take_if_arrived() drains what TLS holds decrypted before any poll(), so the socket is what to watch.
   int ready_fd() const override { return connection_->fd(); }
   Clock::time_point due() const override { return deadlines_.front(); }
-  std::unique_ptr<PendingReply> then(std::span<const std::string_view> argv) override {
-    // A paused server's socket buffers fill up: past a few, the caller looks elsewhere.
+  std::unique_ptr<PendingReply> then(std::span<const std::string_view> argv, bool undoing) override {
+    // A paused server's socket buffers fill up: past a few, the caller looks
+    // elsewhere. Not for a release or a give-back, which must reach the node
+    // (skipped, it would leave a grant nobody holds for a lease).
     constexpr std::size_t kMostOwed = 16;
-    if (deadlines_.size() >= kMostOwed) return nullptr;
+    if (!undoing && deadlines_.size() >= kMostOwed) return nullptr;
     std::vector<Clock::time_point> deadlines;
     if (!arrived_) deadlines = deadlines_;
     deadlines.push_back(connection_->send_command(argv));

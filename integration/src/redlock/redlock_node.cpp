@@ -1,6 +1,7 @@
 // One Redlock node: a HiredisExecutor that reads the server's uptime and run_id (INFO
 // server), so a node restarted within redis.redlock.restarted_node_delay_ms sits out votes;
 // after a reconnect the uptime is read again on a thread of the node's own.
+#include <atomic>
 #include <charconv>
 #include <mutex>
 #include <optional>
@@ -33,7 +34,8 @@ std::optional<long long> uptime_seconds(const RedisReply& info) {
 
 struct RedlockNode::State {
   State(RedisConfig config, Millis delay)
-      : redis(std::move(config)), restarted_node_delay(delay), generation(detail::fork_generation()) {
+      : silence_rest(std::max(config.command_timeout, config.connect_timeout)),
+        redis(std::move(config)), restarted_node_delay(delay), generation(detail::fork_generation()) {
     // may_vote() takes it on every vote, the watchdog's too; a child must not inherit it locked.
     detail::hold_across_fork(mutex);
   }
@@ -126,6 +128,30 @@ struct RedlockNode::State {
 
   static constexpr Millis kReadingPause{100};
 
+  // Runs `call` (a command or pipeline), unless the node failed less than
+  // silence_rest ago: then it says so at once. A paused node thus costs the
+  // steps that follow each other (connect, SCRIPT LOAD, a read, a registry
+  // look-up: the dlock command's, the start-up checks') one timeout
+  // together, not one each.
+  template <typename Call>
+  auto unless_resting(Call call) {
+    const Clock::rep failed = failed_at.load();
+    if (failed != 0 && Clock::now() < Clock::time_point(Clock::duration(failed)) + silence_rest) {
+      throw ConnectionError("redis " + redis.endpoint() + ": not asked: it failed to answer less than " +
+                            std::to_string(silence_rest.count()) + " ms ago");
+    }
+    try {
+      auto result = call();
+      failed_at.store(0);
+      return result;
+    } catch (const ConnectionError&) {
+      failed_at.store(Clock::now().time_since_epoch().count());
+      throw;
+    }
+  }
+
+  const Millis silence_rest;
+  std::atomic<Clock::rep> failed_at{0};  // when a command last failed; 0: it answered since
   HiredisExecutor redis;
   const Millis restarted_node_delay;
   std::mutex mutex;
@@ -144,7 +170,10 @@ RedlockNode::RedlockNode(RedisConfig node_config, Millis restarted_node_delay)
 RedlockNode::~RedlockNode() = default;
 
 void RedlockNode::connect() {
-  state_->redis.connect();
+  state_->unless_resting([this] {
+    state_->redis.connect();
+    return true;
+  });
   if (state_->restarted_node_delay > Millis(0)) {
     // At start-up the reading is made here: the caller waits for the nodes anyway.
     state_->read_as_of(state_->redis.connections_opened());
@@ -167,10 +196,12 @@ bool RedlockNode::may_vote() {
   return state_->votes_now();
 }
 
-RedisReply RedlockNode::command(const RedisCommand& argv) { return state_->redis.command(argv); }
+RedisReply RedlockNode::command(const RedisCommand& argv) {
+  return state_->unless_resting([&] { return state_->redis.command(argv); });
+}
 
 RedisReply RedlockNode::command_parts(std::span<const std::string_view> argv) {
-  return state_->redis.command_parts(argv);
+  return state_->unless_resting([&] { return state_->redis.command_parts(argv); });
 }
 
 std::unique_ptr<PendingReply> RedlockNode::start(std::span<const std::string_view> argv) {
@@ -178,7 +209,7 @@ std::unique_ptr<PendingReply> RedlockNode::start(std::span<const std::string_vie
 }
 
 std::vector<RedisReply> RedlockNode::pipeline(const std::vector<RedisCommand>& commands) {
-  return state_->redis.pipeline(commands);
+  return state_->unless_resting([&] { return state_->redis.pipeline(commands); });
 }
 
 std::vector<RedisReply> RedlockNode::urgent_pipeline(const std::vector<RedisCommand>& commands,

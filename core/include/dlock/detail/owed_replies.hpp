@@ -39,14 +39,16 @@ class OwedReplies {
     bool owing = false;  // a reply is still to come
     bool silent = false;  // one was due before `now`: the node said nothing for a whole command timeout
     bool failed = false;  // a connection failed
+    bool answered = false;  // a reply owed came: the node answers again
   };
   Settled settle(Clock::time_point now);
 
   // Sends argv after one of the replies still owed, on its connection, and
   // returns its reply (the owed one discarded when it comes). Null when none
-  // is owed or none can carry more; `owing` says whether one was owed.
+  // is owed or none can carry more (`undoing`: see PendingReply::then);
+  // `owing` says whether one was owed.
   // Throws ConnectionError if sending failed (that connection is dropped).
-  std::unique_ptr<PendingReply> send_after(std::span<const std::string_view> argv, bool& owing);
+  std::unique_ptr<PendingReply> send_after(std::span<const std::string_view> argv, bool undoing, bool& owing);
 
  private:
   // In a fork child: drops the parent's replies. Called with mutex_ held.
