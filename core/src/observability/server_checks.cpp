@@ -31,13 +31,13 @@ std::string info_field(std::string_view info, std::string_view field) {
 
 // What one master's INFO `section` says: its text, or why it could not be read.
 struct InfoRead {
-  RedisExecutor* master;
+  std::string endpoint;  // the master's: a cluster's masters are visited as executors that last only the visit
   std::string text;  // empty when it could not be read
   std::string failure;
 };
 
 InfoRead read_info(RedisExecutor& master, const char* section) {
-  InfoRead read{&master, {}, {}};
+  InfoRead read{master.endpoint(), {}, {}};
   try {
     RedisReply reply = master.command({"INFO", section});
     if (reply.type == RedisReply::Type::String) {
@@ -58,7 +58,7 @@ InfoRead read_info(RedisExecutor& master, const char* section) {
 // checks only warn, and a call that needs it will say more. The logger is
 // only used on this thread (a user's logger need not be thread-safe).
 void on_every_master(RedisExecutor& redis, spdlog::logger& logger, const char* section, const char* check_name,
-                     const std::function<void(RedisExecutor& master, const std::string& info)>& check) {
+                     const std::function<void(const std::string& endpoint, const std::string& info)>& check) {
   std::vector<InfoRead> reads;
   if (const std::vector<RedisExecutor*> nodes = redis.quorum_nodes(); !nodes.empty()) {
     reads.resize(nodes.size());
@@ -74,7 +74,7 @@ void on_every_master(RedisExecutor& redis, spdlog::logger& logger, const char* s
     if (read.text.empty()) {
       logger.debug("{} check skipped: {}", check_name, read.failure);
     } else {
-      check(*read.master, read.text);
+      check(read.endpoint, read.text);
     }
   }
 }
@@ -82,25 +82,25 @@ void on_every_master(RedisExecutor& redis, spdlog::logger& logger, const char* s
 }  // namespace
 
 void warn_if_evicting(RedisExecutor& redis, spdlog::logger& logger) {
-  on_every_master(redis, logger, "memory", "eviction", [&](RedisExecutor& master, const std::string& info) {
+  on_every_master(redis, logger, "memory", "eviction", [&](const std::string& endpoint, const std::string& info) {
     const std::string maxmemory = info_field(info, "maxmemory");
     const std::string policy = info_field(info, "maxmemory_policy");
     if (maxmemory.empty() || maxmemory == "0" || policy.empty() || policy == "noeviction") return;
     logger.warn("redis {} has maxmemory {} with maxmemory-policy {}: under memory pressure it may evict a held lock "
                 "(lock keys have a TTL) and let a second owner in; set maxmemory-policy noeviction on the Redis that "
                 "holds locks",
-                master.endpoint(), maxmemory, policy);
+                endpoint, maxmemory, policy);
   });
 }
 
 void warn_if_too_few_replicas(RedisExecutor& redis, spdlog::logger& logger, int wanted) {
   if (wanted <= 0) return;
-  on_every_master(redis, logger, "replication", "replica", [&](RedisExecutor& master, const std::string& info) {
+  on_every_master(redis, logger, "replication", "replica", [&](const std::string& endpoint, const std::string& info) {
     const std::string connected = info_field(info, "connected_slaves");
     if (connected.empty() || std::stoll("0" + connected) >= wanted) return;
     logger.warn("redis {} has {} replica(s) connected but lock.replica_acks asks {} to acknowledge every acquisition: "
                 "until enough replicas connect, no lock can be taken; connect replicas or lower lock.replica_acks",
-                master.endpoint(), connected, wanted);
+                endpoint, connected, wanted);
   });
 }
 
