@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dlock/lock_options.hpp"
+#include "dlock/owner.hpp"
 
 namespace dlock {
 
@@ -64,6 +65,11 @@ class LockGuard {
 
   // Validity left by the local clock: lease − elapsed − clock-drift margin.
   Millis remaining() const;
+
+  // The owner this hold belongs to: pass it in LockOptions::owner so that a
+  // callee (a child coroutine, another thread) re-enters this lock instead
+  // of waiting for it. Throws InvalidArgument for an empty guard.
+  Owner owner() const;
 
   // Releases THIS hold now. Idempotent. Throws LockLostError (and leaves
   // another owner's lock untouched) if the lock was no longer this owner's,

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "dlock/owner.hpp"
+
 namespace dlock {
 
 using Millis = std::chrono::milliseconds;
@@ -44,6 +46,10 @@ struct LockOptions {
   // A fixed lease that nobody renews; unset → the watchdog keeps the lock
   // for as long as it is held, with LockConfig::watchdog_timeout as lease.
   std::optional<Millis> lease{};
+  // Who the hold belongs to for re-entry; unset → the calling thread
+  // (Owner::current_thread()). Coroutine and other task-based code passes
+  // the task's own (owner.hpp), or a guard's owner() to re-enter its lock.
+  std::optional<Owner> owner{};
 
   // So that the block forms (macros.hpp) take a LockOptions value too.
   operator BlockOptions() const;
@@ -61,10 +67,11 @@ struct BlockOptions {
   // (a forced unlock the watchdog has not yet seen); a failed release then
   // throws ConnectionError. Leaving by an exception never adds another.
   bool throw_if_lost = false;
+  std::optional<Owner> owner{};  // as LockOptions::owner
 
-  LockOptions lock_options() const { return {wait, lease}; }
+  LockOptions lock_options() const { return {wait, lease, owner}; }
 };
 
-inline LockOptions::operator BlockOptions() const { return {wait, lease, false}; }
+inline LockOptions::operator BlockOptions() const { return {wait, lease, false, owner}; }
 
 }  // namespace dlock

@@ -29,9 +29,11 @@
 // restarted Redis loads an older snapshot while its clock was set back, or
 // when a clock steps backwards.
 //
-// Ownership: re-entry is decided per thread (a thread-local owner token);
-// a hold, once granted, belongs to its guard, which may release it from any
-// thread.
+// Ownership: re-entry is decided per owner (owner.hpp): by default the
+// calling thread (a thread-local owner), or the Owner given in
+// LockOptions::owner, which is what coroutine and task-based code must use
+// (coroutines share threads). A hold, once granted, belongs to its guard,
+// which may release it from any thread.
 //
 // What it leaves in Redis, for a key K and prefix P (lock.key_prefix):
 //   P{K}          hash: owner token → hold count, with the lease as its PTTL
@@ -44,7 +46,7 @@
 //   P{K}:turn     for a third of a turn window, the waiter last told it is its turn
 // and, once per service, not per lock, Pinstance:<instance>: the service's
 // host, pid and start time, for operators (detail/instance_registry.hpp).
-// The hash's fields are acquisition ids, "<instance>:<thread>:<n>": every
+// The hash's fields are acquisition ids, "<instance>:<owner>:<n>": every
 // first acquisition has its own, so a retried call, a detached lock and a
 // late renewal are each told apart from a new acquisition by the same thread
 // (<n> is the microseconds since the service started, see acquisition_id.hpp).
@@ -174,12 +176,18 @@ class RedisLockService {
   // with Redis untouched, if this thread holds none; LockLostError as
   // LockGuard::unlock().
   void unlock(std::string_view key);
+  // The same for the holds of `owner` (owner.hpp), from any thread.
+  void unlock(std::string_view key, Owner owner);
 
   // Whether this thread holds `key` (and has not lost it). Local: no round trip.
   bool held_by_current_thread(std::string_view key) const;
+  // Whether `owner` holds `key` (and has not lost it). Local.
+  bool held_by(std::string_view key, Owner owner) const;
 
   // This thread's re-entry depth on `key`: 0 when not held. Local.
   int hold_count(std::string_view key) const;
+  // `owner`'s re-entry depth on `key`: 0 when not held. Local.
+  int hold_count(std::string_view key, Owner owner) const;
 
   // Called with the user key when a held lock is lost, on a thread of its own
   // (started when a hook is set): hooks run one at a time in the order the

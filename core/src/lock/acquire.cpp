@@ -39,7 +39,7 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
   const Millis lease = options.lease.value_or(config_.watchdog_timeout);
   const Clock::time_point called = Clock::now();
   const Clock::time_point deadline = called + wait;
-  const std::string thread_owner = owner_token();
+  const std::string thread_owner = owner_token(options.owner);
   const std::string held = held_key(thread_owner, key);
   if (std::shared_ptr<HeldLock> mine = find_live(held)) {
     if (std::optional<LockGuard> guard = reenter(mine, lease, renewed, called, deadline, throw_on_timeout)) {

@@ -42,6 +42,18 @@ std::optional<AcquisitionId> parse_acquisition_id(std::string_view id) {
   return parsed;
 }
 
+struct OwnerAccess {
+  static Owner make(std::uint64_t value) { return Owner(value); }
+};
+
+Owner owner_of_acquisition(std::string_view id) {
+  std::uint64_t value = 0;
+  if (const std::optional<AcquisitionId> parsed = parse_acquisition_id(id)) {
+    std::from_chars(parsed->thread.data(), parsed->thread.data() + parsed->thread.size(), value, 16);
+  }
+  return OwnerAccess::make(value);
+}
+
 AcquisitionClock::AcquisitionClock()
     : started_(Clock::now()),
       started_unix_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(

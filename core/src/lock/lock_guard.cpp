@@ -2,6 +2,7 @@
 // detach(), and what it tells of the hold: lost or not, its fencing token, its time left.
 #include "dlock/lock_guard.hpp"
 
+#include "dlock/detail/acquisition_id.hpp"
 #include "dlock/detail/key_label.hpp"
 #include "dlock/detail/service_core.hpp"
 #include "dlock/errors.hpp"
@@ -82,6 +83,11 @@ void LockGuard::unlock() {
 
 void LockGuard::detach() {
   if (service_ && hold_) service_->release(*hold_, detail::ServiceCore::Release::locally_only);
+}
+
+Owner LockGuard::owner() const {
+  if (!hold_) throw InvalidArgument("owner() of an empty LockGuard: it holds nothing (check the guard before asking)");
+  return detail::owner_of_acquisition(hold_->lock->owner);
 }
 
 }  // namespace dlock

@@ -103,11 +103,11 @@ void ServiceCore::start() {
 
 LockNames ServiceCore::names_for(std::string_view key) const { return LockNames(config_.key_prefix, key); }
 
-std::string ServiceCore::owner_token() const {
-  const std::string& thread = current_thread_id();
+std::string ServiceCore::owner_token(const std::optional<Owner>& owner) const {
   std::string token;
-  token.reserve(instance_id_.size() + 1 + thread.size());
-  return token.append(instance_id_).append(1, ':').append(thread);
+  token.reserve(instance_id_.size() + 17);
+  token.append(instance_id_).append(1, ':');
+  return owner ? token.append(owner_hex(owner->value())) : token.append(current_thread_id());
 }
 
 std::string ServiceCore::held_key(std::string_view owner, std::string_view key) {
@@ -178,9 +178,10 @@ void ServiceCore::throw_reply_error(std::string_view key, const LockNames& names
                    "; check that the Redis user may run EVALSHA on keys with prefix '" + config_.key_prefix + "'");
 }
 
-int ServiceCore::hold_count(std::string_view key) const {
+int ServiceCore::hold_count(std::string_view key, const std::optional<Owner>& owner) const {
+  const std::string held = held_key(owner_token(owner), key);
   std::lock_guard guard(mutex_);
-  auto it = held_.find(held_key(owner_token(), key));
+  auto it = held_.find(held);
   if (it == held_.end() || it->second->is_lost()) return 0;
   return it->second->holds;
 }
@@ -245,11 +246,19 @@ Semaphore RedisLockService::semaphore(std::string_view name) {
   return Semaphore(core_, std::string(name), 0);
 }
 
-void RedisLockService::unlock(std::string_view key) { core_->release_current_thread(key); }
+void RedisLockService::unlock(std::string_view key) { core_->release_latest(key, std::nullopt); }
 
-bool RedisLockService::held_by_current_thread(std::string_view key) const { return core_->hold_count(key) > 0; }
+void RedisLockService::unlock(std::string_view key, Owner owner) { core_->release_latest(key, owner); }
 
-int RedisLockService::hold_count(std::string_view key) const { return core_->hold_count(key); }
+bool RedisLockService::held_by_current_thread(std::string_view key) const {
+  return core_->hold_count(key, std::nullopt) > 0;
+}
+
+bool RedisLockService::held_by(std::string_view key, Owner owner) const { return core_->hold_count(key, owner) > 0; }
+
+int RedisLockService::hold_count(std::string_view key) const { return core_->hold_count(key, std::nullopt); }
+
+int RedisLockService::hold_count(std::string_view key, Owner owner) const { return core_->hold_count(key, owner); }
 
 void RedisLockService::on_lost(std::function<void(const std::string& key)> hook) { core_->set_on_lost(std::move(hook)); }
 

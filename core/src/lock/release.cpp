@@ -183,12 +183,13 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   }
 }
 
-void ServiceCore::release_current_thread(std::string_view key) {
+void ServiceCore::release_latest(std::string_view key, const std::optional<Owner>& owner) {
   refuse_after_fork();
   std::shared_ptr<Hold> latest;
+  const std::string held = held_key(owner_token(owner), key);
   {
     std::lock_guard guard(mutex_);
-    auto it = held_.find(held_key(owner_token(), key));
+    auto it = held_.find(held);
     if (it != held_.end()) {
       for (auto weak = it->second->stack.rbegin(); weak != it->second->stack.rend() && !latest; ++weak) {
         auto live = weak->lock();
@@ -197,9 +198,11 @@ void ServiceCore::release_current_thread(std::string_view key) {
     }
   }
   if (!latest) {
-    throw NotOwnerError("unlock(" + lock_label(key) +
-                        "): the current thread holds no hold of it; nothing was changed in Redis. Release from the "
-                        "thread that took it, or through its LockGuard");
+    throw NotOwnerError("unlock(" + lock_label(key) + "): " +
+                        (owner ? "owner " + owner->str() + " holds" : std::string("the current thread holds")) +
+                        " no hold of it; nothing was changed in Redis. Release " +
+                        (owner ? "with the owner that took it" : "from the thread that took it") +
+                        ", or through its LockGuard");
   }
   release(*latest);
 }

@@ -80,7 +80,7 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
   const Millis lease = options.lease.value_or(config_.watchdog_timeout);
   const Clock::time_point called = Clock::now();
   const Clock::time_point deadline = called + wait;
-  const std::string thread_owner = owner_token();
+  const std::string thread_owner = owner_token(options.owner);
   // Tokens are hex and ':', so "#read" and the like never collide with a lock's table entry.
   const std::string held =
       held_key(thread_owner + (request.kind == SharedKind::read ? "#read" : permits ? "#permits" : "#write"),

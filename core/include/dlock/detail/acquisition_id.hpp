@@ -15,11 +15,13 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/owner.hpp"
+
 namespace dlock::detail {
 
 struct AcquisitionId {
   std::string_view instance;  // the service's 32 hex digits
-  std::string_view thread;    // the thread's 16 hex digits
+  std::string_view thread;    // the owner's 16 hex digits (a thread's, or an Owner's)
   std::uint64_t micros_since_start = 0;
 };
 
@@ -28,6 +30,10 @@ std::string format_acquisition_id(std::string_view owner, std::uint64_t micros_s
 
 // The parts of an id, or nothing if `id` is not one (another program's field, an older format).
 std::optional<AcquisitionId> parse_acquisition_id(std::string_view id);
+
+// The owner whose acquisition `id` is (its middle part); `id` is one this
+// process formatted, so it always parses.
+Owner owner_of_acquisition(std::string_view id);
 
 // Draws the numbers of one service's acquisitions. Thread-safe.
 class AcquisitionClock {

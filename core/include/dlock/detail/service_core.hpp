@@ -58,8 +58,9 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   enum class Release { in_redis, locally_only };
   // locally_only forgets the hold (and stops renewing) but leaves Redis to expire it.
   void release(Hold& hold, Release how = Release::in_redis);
-  void release_current_thread(std::string_view key);
-  int hold_count(std::string_view key) const;
+  // Releases the most recent live hold of `key` by `owner` (unset: the calling thread's).
+  void release_latest(std::string_view key, const std::optional<Owner>& owner);
+  int hold_count(std::string_view key, const std::optional<Owner>& owner) const;
   // The hold's fencing token. Over a Redlock, the first call raises the
   // counter of every node still holding the lock to it (one round trip),
   // and throws LockLostError if no majority still did: a token is handed out
@@ -78,7 +79,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // without it (Redis refused) the service runs on, after one warning.
   void enter_registry();
   LockNames names_for(std::string_view key) const;
-  std::string owner_token() const;
+  // "<instance>:<owner>", the owner `owner` or, unset, the calling thread.
+  std::string owner_token(const std::optional<Owner>& owner) const;
   // The key of held_ for one thread's holds of one user key.
   static std::string held_key(std::string_view owner, std::string_view key);
   // Throws dlock::Error in a process forked after this service was made.
