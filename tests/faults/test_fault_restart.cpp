@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "admin_connection.hpp"
 #include "lost_times.hpp"
 #include "services.hpp"
 
@@ -275,4 +276,25 @@ TEST_CASE("without INFO, every reconnect counts as a restart: the holders' locks
   REQUIRE(told_ms);
   CHECK(*told_ms < 3000);
   CHECK(lost.told("kept"));
+}
+
+// The watch's connection to a master that accepts connections and then
+// refuses them (maxclients reached, here) was dialled again at once after
+// each refusal: thousands of connections a second (CI saw 11,651 in the
+// subscriber's back-off test, whose limit it broke). It now backs off.
+TEST_CASE("the master watch does not dial a server that accepts and refuses every connection in a loop",
+          "[restart]") {
+  dlock::test::RedisServer redis;
+  dlock::test::AdminConnection admin(redis);
+  auto service = dlock::test::make_service(redis);
+  // The service's connection is open; none more may be: the watch's first dial (at the first lock) is refused.
+  REQUIRE(admin.run({"CONFIG", "SET", "maxclients", std::to_string(dlock::test::connected_clients(admin))}) == "OK");
+  const long long before = dlock::test::info_field(admin, "stats", "rejected_connections");
+  auto guard = service->lock("refused-watch", {.lease = 10s});
+  std::this_thread::sleep_for(1000ms);
+  const long long rejected = dlock::test::info_field(admin, "stats", "rejected_connections") - before;
+  admin.run({"CONFIG", "SET", "maxclients", "10000"});
+  INFO("connections refused in one second: " << rejected);
+  CHECK(rejected >= 1);   // the watch did try
+  CHECK(rejected <= 10);  // 50, 100, 200, 400 ms apart: a handful, not a loop
 }

@@ -26,6 +26,8 @@ using Clock = std::chrono::steady_clock;
 
 // How soon a restarted master is seen once it accepts connections again.
 constexpr Millis kRedialPeriod{50};
+// The longest pause between dials of a server that accepts connections and then refuses them.
+constexpr Millis kRefusedRedialMost{1000};
 // How often the executor is asked to look for its masters while one is unreachable.
 constexpr Millis kLookAgainPeriod{250};
 // A connection silent this long is sent a PING.
@@ -116,6 +118,10 @@ class Loop {
     Clock::time_point due{};          // down: the next dial; greeting: the next PING; up: the next PING
     bool may_have_missed = false;     // broke, or a dial failed, since this master last answered
     std::optional<std::string> run_id;  // as last read; "" when it could not be read
+    // After a connection that was accepted but failed before it answered (a
+    // server at maxclients, one refusing the user): the pause before the next
+    // dial, doubled each time up to kRefusedRedialMost; 0 once it answered.
+    Millis refused_pause{0};
   };
 
   bool stopping() {
@@ -190,13 +196,25 @@ class Loop {
     link.due = now + link.config.command_timeout;
   }
 
-  // A connection that failed: dialled again at once, then every kRedialPeriod.
+  // A connection that failed. One that was up is dialled again at once (a
+  // restart is noticed as soon as the server listens again), then every
+  // kRedialPeriod while the server refuses connections. One that failed
+  // before it answered was accepted and then refused or closed (maxclients,
+  // a wrong password): dialled again after a pause that doubles, so a server
+  // that refuses every client is not dialled in a loop.
   void drop(Link& link, Clock::time_point now) {
+    const bool was_up = link.phase == Link::Phase::up;
     link.connection.reset();
     link.phase = Link::Phase::down;
     link.awaiting = false;
     link.may_have_missed = true;
-    link.due = now;
+    if (was_up) {
+      link.refused_pause = Millis(0);
+      link.due = now;
+    } else {
+      link.refused_pause = std::clamp(link.refused_pause * 2, kRedialPeriod, kRefusedRedialMost);
+      link.due = now + link.refused_pause;
+    }
   }
 
   void handle(const std::string& name, Link& link, const RedisReply& reply, Clock::time_point now) {
@@ -220,6 +238,7 @@ class Loop {
         }
         link.run_id = id;
         link.may_have_missed = false;
+        link.refused_pause = Millis(0);
         link.phase = Link::Phase::up;
         link.awaiting = false;
         link.due = now + kPingInterval;
