@@ -18,14 +18,15 @@ void ServiceCore::set_on_lost(std::function<void(const std::string&)> hook) {
 
 void ServiceCore::handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why) {
   if (lock->loss_claimed.exchange(true)) return;
-  stats_.lost.fetch_add(1, std::memory_order_relaxed);
   watchdog_.unwatch(*lock);
   logger_->error("{} lost by owner {}: {}; its holder may now overlap another holder and should stop (fencing token {})",
                  lock->label(), lock->owner, why, lock->fencing_token);
-  // Published after the report: a holder that sees lost() (and so may stop,
-  // throw, or read the log) finds the loss counted and logged already.
+  // In this order: a holder that sees lost() (and so may stop, throw, or read
+  // the log) finds the loss logged already; whoever sees it counted in
+  // stats() finds lost() true.
   lock->lost_flag.store(true);
   lock->stop.request_stop();
+  stats_.lost.fetch_add(1, std::memory_order_relaxed);
   std::function<void(const std::string&)> hook;
   {
     std::lock_guard guard(mutex_);
