@@ -15,7 +15,10 @@ using Incarnation = std::pair<std::string, long>;  // worker, pid
 // Driver events: faults, skipped faults, deaths, the final counter.
 void read_driver(const std::vector<Event>& events, Record& record, std::map<Incarnation, std::int64_t>& deaths) {
   bool aborted = false;
-  std::optional<std::size_t> restarting;  // a restart-redis fault whose redis-up is still to come
+  // The restart-redis fault whose redis-up is still to come, if any (an index, or kNone: a plain
+  // value, as std::optional here trips GCC 12's -Wmaybe-uninitialized at -O1, the sanitizer builds').
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t restarting = kNone;
   for (const Event& e : events) {
     if (e.kind == "fault") {
       Fault fault{e.get("kind"), e.get("how"), e.get("worker"), static_cast<long>(e.number("pid")), e.t_ns,
@@ -24,8 +27,8 @@ void read_driver(const std::vector<Event>& events, Record& record, std::map<Inca
       if (fault.kind == "restart-redis") restarting = record.faults.size();
       record.faults.push_back(fault);
     } else if (e.kind == "redis-up") {
-      if (restarting) record.faults[*restarting].until_ns = e.t_ns;
-      restarting.reset();
+      if (restarting != kNone) record.faults[restarting].until_ns = e.t_ns;
+      restarting = kNone;
     } else if (e.kind == "skip") {
       ++record.skipped_faults[e.get("kind")];
     } else if (e.kind == "worker-exit") {
