@@ -5,8 +5,7 @@
 // thread's owner, which is what threaded code expects and what coroutine code
 // must not use: coroutines share threads, so two tasks on one thread would
 // "re-enter" each other's locks. A task, request or coroutine makes its own
-// with Owner::create() and passes it in LockOptions::owner (the async API
-// gives each acquisition an owner of its own unless it is given one).
+// with Owner::create() and passes it in LockOptions::owner.
 //
 // Cheap to copy (one integer), comparable, printable: its 16 hex digits are
 // the middle part of its acquisitions' ids ("<instance>:<owner>:<n>"), which
