@@ -82,29 +82,8 @@ FoundNames scan_names(RedisExecutor& redis, const std::string& prefix, const std
   // A node that refuses SCAN (a missing right on that node alone) is passed
   // over as a node down is: the majority decides; a refusal speaks for the
   // Redlock only when a majority of the nodes gave it.
-  const auto failures = detail::in_parallel(nodes.size(), [&](std::size_t i) { scan(*nodes[i]); });
-  std::size_t scanned = 0;
-  std::size_t refused = 0;
-  std::exception_ptr a_refusal;
-  std::string last_failure;
-  for (const auto& failure : failures) {
-    if (!failure) {
-      ++scanned;
-      continue;
-    }
-    last_failure = detail::message_of(failure);
-    try {
-      std::rethrow_exception(failure);
-    } catch (const ConnectionError&) {
-    } catch (const Error&) {
-      ++refused;
-      a_refusal = failure;
-    }
-  }
-  if (scanned < detail::majority_of(nodes.size()) && refused >= detail::majority_of(nodes.size())) {
-    std::rethrow_exception(a_refusal);
-  }
-  require_majority(scanned, nodes.size(), "list the locks", last_failure);
+  require_majority_or_refusal(detail::in_parallel(nodes.size(), [&](std::size_t i) { scan(*nodes[i]); }),
+                              "list the locks");
   return found;
 }
 

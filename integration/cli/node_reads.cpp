@@ -2,6 +2,7 @@
 // the check that enough of them answered for the dlock command to say anything.
 #include "node_reads.hpp"
 
+#include <exception>
 #include <string>
 
 #include "dlock/detail/in_parallel.hpp"
@@ -43,6 +44,30 @@ std::vector<std::optional<RedisReply>> replies_at(const std::vector<NodeReplies>
     at.push_back(node && k < node->size() ? std::optional<RedisReply>((*node)[k]) : std::nullopt);
   }
   return at;
+}
+
+void require_majority_or_refusal(const std::vector<std::exception_ptr>& failures, const std::string& purpose) {
+  std::size_t answered = 0, refused = 0;
+  std::exception_ptr a_refusal;
+  std::string refusal, last_failure;
+  for (const std::exception_ptr& failure : failures) {
+    if (!failure) {
+      ++answered;
+      continue;
+    }
+    try {
+      std::rethrow_exception(failure);
+    } catch (const RedisError& e) {
+      ++refused;
+      a_refusal = failure;
+      refusal = e.what();
+    } catch (const ConnectionError& e) {
+      last_failure = e.what();
+    }
+  }
+  // A refusal a majority gave is the operator's to fix, not an outage.
+  if (refused >= detail::majority_of(failures.size())) std::rethrow_exception(a_refusal);
+  require_majority(answered, failures.size(), purpose, refusal.empty() ? last_failure : refusal);
 }
 
 void require_majority(std::size_t answered, std::size_t nodes, const std::string& purpose,

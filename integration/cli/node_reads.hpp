@@ -35,4 +35,11 @@ std::vector<std::optional<RedisReply>> replies_at(const std::vector<NodeReplies>
 void require_majority(std::size_t answered, std::size_t nodes, const std::string& purpose,
                       const std::string& last_failure);
 
+// Of a job run on each of a Redlock's nodes (one failure or none each): a
+// node that refused it (RedisError: a right missing on that node, say) is
+// passed over as one down is, unless a majority refused: that refusal is
+// the operator's to fix, and is thrown. Else ConnectionError unless a
+// majority answered (require_majority). Any other failure is rethrown.
+void require_majority_or_refusal(const std::vector<std::exception_ptr>& failures, const std::string& purpose);
+
 }  // namespace dlock::cli

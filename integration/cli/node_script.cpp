@@ -2,7 +2,9 @@
 // least) and run on all of them at once, each node's reply kept apart.
 #include "node_script.hpp"
 
+#include <exception>
 #include <utility>
+#include <vector>
 
 #include "dlock/detail/in_parallel.hpp"
 #include "dlock/detail/quorum.hpp"
@@ -18,24 +20,19 @@ NodeScript::NodeScript(RedisExecutor& redis, const std::string& source, const st
     scripts_.emplace_back(std::in_place, redis, source, purpose);
     return;
   }
-  std::size_t loaded = 0, refused = 0;
-  std::string last_failure, refusal;
-  for (RedisExecutor* node : nodes) {
+  std::vector<std::exception_ptr> failures(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
     try {
-      scripts_.emplace_back(std::in_place, *node, source, purpose);
-      ++loaded;
+      scripts_.emplace_back(std::in_place, *nodes[i], source, purpose);
       continue;
-    } catch (const RedisError& e) {  // this node's user lacks a right, say: the others may do
-      ++refused;
-      refusal = e.what();
-    } catch (const ConnectionError& e) {
-      last_failure = e.what();
+    } catch (const RedisError&) {  // this node's user lacks a right, say: the others may do
+      failures[i] = std::current_exception();
+    } catch (const ConnectionError&) {
+      failures[i] = std::current_exception();
     }
     scripts_.emplace_back(std::nullopt);
   }
-  // A refusal a majority gave is the operator's to fix, not an outage.
-  if (refused >= detail::majority_of(nodes.size())) throw RedisError(refusal);
-  require_majority(loaded, nodes.size(), purpose, refusal.empty() ? last_failure : refusal);
+  require_majority_or_refusal(failures, purpose);
 }
 
 std::vector<std::optional<RedisReply>> NodeScript::run(const std::vector<std::string>& keys,
