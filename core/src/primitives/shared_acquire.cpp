@@ -16,6 +16,7 @@
 #include "dlock/detail/shared_scripts.hpp"
 #include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
+#include "lock/acquisition.hpp"
 
 namespace dlock::detail {
 
@@ -59,11 +60,142 @@ struct SharedNames {
 
 }  // namespace
 
+// A read-write lock's or a semaphore's try: its acquire script on the
+// primitive's record, holders' index and line.
+class SharedTry final : public AcquireTry {
+ public:
+  SharedTry(ServiceCore& core, const SharedRequest& request, std::string label, const std::string& held,
+            std::string id, Millis lease, bool renewed, const std::string& thread_owner)
+      : core_(core), key_(request.key), kind_(request.kind), permits_(request.kind == SharedKind::permits),
+        asked_(request.permits), count_if_new_(request.count_if_new), label_(std::move(label)), held_(held),
+        names_(core.config_.key_prefix, request.key, request.kind), id_(std::move(id)), lease_(lease),
+        renewed_(renewed), lease_arg_(std::to_string(lease.count())),
+        window_arg_(std::to_string(core.config_.turn_window.count())), queue_(names_.name(":queue")),
+        alive_(names_.name(":alive")), channel_(names_.name(":released")) {
+    auto own = std::make_shared<OwnRelease>();
+    own->script = &record_release_script();
+    own->channel = channel_;
+    own->noun = std::string(noun_of(kind_));
+    if (permits_) {
+      const std::string holders = names_.name(":holders");
+      keys_ = {names_.base, holders, queue_, alive_};
+      record_ = holders + ':' + id_;
+      member_ = id_;
+      own->keys = {record_, queue_, holders};
+    } else {
+      const bool write = kind_ == SharedKind::write;
+      const std::string readers = names_.name(":readers");
+      keys_ = {names_.name(":write"), readers, queue_, alive_, names_.name(":fence")};
+      record_ = write ? names_.name(":write") : readers + ':' + id_;
+      member_ = (write ? 'w' : 'r') + id_;
+      own->keys = write ? std::vector<std::string>{record_, queue_}
+                        : std::vector<std::string>{record_, queue_, readers};
+    }
+    release_ = std::move(own);
+    key_views_.assign(keys_.begin(), keys_.end());
+    // The held table has one entry per hold of a semaphore (permits are never re-entered).
+    table_key_ = permits_ ? ServiceCore::held_key(id_ + "#permits", key_) : held;
+    // A read inside this owner's own write hold is granted at once: the script is told that hold's exact id, as
+    // re-entry is decided by the owner (a detached write hold is no longer one: it is held against everyone).
+    own_write_ = kind_ == SharedKind::read ? core.live_write_id(thread_owner, key_) : "";
+  }
+
+  Reading run(Millis wait_left) override {
+    RedisReply reply;
+    if (permits_) {
+      const std::string settings =
+          std::to_string(wait_left.count()) + ' ' + window_arg_ + ' ' + std::to_string(count_if_new_);
+      const std::string asked_arg = std::to_string(asked_);
+      const std::array<std::string_view, 4> args{id_, asked_arg, lease_arg_, settings};
+      reply = core_.scripts_.run_acknowledged(semaphore_acquire_script(), key_views_, args, &is_shared_grant);
+    } else {
+      const std::string settings = std::string(kind_ == SharedKind::write ? "w " : "r ") +
+                                   std::to_string(wait_left.count()) + ' ' + window_arg_ + ' ' +
+                                   std::to_string(core_.config_.fence_retention.count());
+      const std::array<std::string_view, 4> args{id_, lease_arg_, settings, own_write_};
+      reply = core_.scripts_.run_acknowledged(read_write_acquire_script(), key_views_, args, &is_shared_grant);
+    }
+    if (!transient_state(reply).empty()) {
+      throw ConnectionError(label_ + ": cannot acquire now: redis " + core_.redis_->endpoint() +
+                            " is in a passing state (" + reply.str + ")");
+    }
+    if (reply.is_error() && reply.str.starts_with(kNotAcknowledgedError)) {
+      return {Reading::Kind::not_acknowledged, 0, 0, reply.str.substr(kNotAcknowledgedError.size() + 1)};
+    }
+    if (is_shared_grant(reply)) return {Reading::Kind::granted, token_of_grant(reply), 0, {}};
+    if (reply.type != RedisReply::Type::Integer) core_.throw_shared_reply_error(label_, names_.base, reply);
+    return {Reading::Kind::busy, 0, -1 - reply.integer, {}};
+  }
+  LockGuard grant(const Reading& granted, Clock::time_point sent, Clock::time_point called) override {
+    return core_.grant(key_, record_, id_, table_key_, granted.token, lease_, renewed_, sent, called, 0, release_);
+  }
+  LockGuard grant_direct(const WaiterTable::DirectGrant&, Clock::time_point) override {
+    throw Error(label_ + ": handed over in-process, which only a lock's release does (a dlock bug)");
+  }
+  void give_back() override {
+    const HeldLock given_back(std::string(key_), record_, id_, table_key_, 0);
+    try {
+      core_.run_own_release_of(given_back, *release_);
+    } catch (const Error& e) {
+      core_.logger_->warn("{}: giving back a grant too few replicas acknowledged failed: {}", label_, e.what());
+    }
+  }
+  void leave_line() override { core_.leave_shared_line(queue_, alive_, member_, channel_); }
+  // Several holders may go at once and no cheap look tells whether one will: try again, now listening.
+  bool release_still_to_come() override { return false; }
+  void remember_orphan() override { core_.remember_orphan(held_, id_, lease_); }
+  ServiceCore::NotHad not_had(long long) const override {
+    ServiceCore::NotHad why;
+    why.what = permits_ ? std::to_string(asked_) + " permit(s) of " + label_ : label_;
+    why.busy = permits_ ? "too few permits free, or others wait ahead in line"
+                        : "held in a conflicting mode, or others wait ahead in line";
+    why.try_form = permits_ ? "try_acquire" : kind_ == SharedKind::read ? "try_read_lock" : "try_write_lock";
+    return why;
+  }
+  const std::string& channel() const override { return channel_; }
+  const std::string& id() const override { return id_; }
+  Millis lease() const override { return lease_; }
+
+ private:
+  ServiceCore& core_;
+  const std::string_view key_;
+  const SharedKind kind_;
+  const bool permits_;
+  const long long asked_;
+  const long long count_if_new_;
+  const std::string label_;
+  const std::string held_;  // this owner's entry in the held table, where an orphan is looked for
+  const SharedNames names_;
+  const std::string id_;
+  const Millis lease_;
+  const bool renewed_;
+  const std::string lease_arg_;
+  const std::string window_arg_;
+  const std::string queue_;
+  const std::string alive_;
+  const std::string channel_;
+  std::vector<std::string> keys_;
+  std::vector<std::string_view> key_views_;
+  std::string record_;
+  std::string member_;
+  std::string table_key_;
+  std::string own_write_;
+  std::shared_ptr<const OwnRelease> release_;
+};
+
 LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOptions& options,
                                       bool throw_on_timeout) {
-  refuse_after_fork();
   // A waiter may sleep for seconds: keep this alive even if the service object is dropped meanwhile.
   const std::shared_ptr<ServiceCore> self = shared_from_this();
+  AcquireStart start = start_acquire_shared(request, options, throw_on_timeout);
+  if (start.done) return std::move(*start.done);
+  Acquisition acquisition(*this, *start.attempt, start.called, start.deadline);
+  return run_blocking(acquisition, throw_on_timeout);
+}
+
+AcquireStart ServiceCore::start_acquire_shared(const SharedRequest& request, const LockOptions& options,
+                                               bool throw_on_timeout) {
+  refuse_after_fork();
   const std::string_view noun = noun_of(request.kind);
   const std::string label = labelled(noun, request.key);
   validate(request.key, options);
@@ -86,11 +218,11 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
       held_key(thread_owner + (request.kind == SharedKind::read ? "#read" : permits ? "#permits" : "#write"),
                request.key);
 
+  AcquireStart start(called, deadline);
   if (!permits) {
     if (std::shared_ptr<HeldLock> mine = find_live(held)) {
-      if (std::optional<LockGuard> guard = reenter(mine, lease, renewed, called, deadline, throw_on_timeout)) {
-        return std::move(*guard);
-      }
+      start.done = reenter(mine, lease, renewed, called, deadline, throw_on_timeout);
+      if (start.done) return start;
     }
     if (request.kind == SharedKind::write && find_live(held_key(thread_owner + "#read", request.key))) {
       throw InvalidArgument(label + ": this thread holds its read lock; a write lock inside it would wait for that "
@@ -99,117 +231,9 @@ LockGuard ServiceCore::acquire_shared(const SharedRequest& request, const LockOp
     }
   }
 
-  const SharedNames names(config_.key_prefix, request.key, request.kind);
-  const std::string id = acquisition_id(held, thread_owner);
-  const std::string queue = names.name(":queue"), alive = names.name(":alive"), channel = names.name(":released");
-  const std::string lease_arg = std::to_string(lease.count());
-  const std::string window_arg = std::to_string(config_.turn_window.count());
-  std::vector<std::string> keys;
-  std::string record, member, asked_arg;
-  auto own = std::make_shared<OwnRelease>();
-  own->script = &record_release_script();
-  own->channel = channel;
-  own->noun = std::string(noun);
-  if (permits) {
-    const std::string holders = names.name(":holders");
-    keys = {names.base, holders, queue, alive};
-    record = holders + ':' + id;
-    member = id;
-    asked_arg = std::to_string(request.permits);
-    own->keys = {record, queue, holders};
-  } else {
-    const bool write = request.kind == SharedKind::write;
-    const std::string readers = names.name(":readers");
-    keys = {names.name(":write"), readers, queue, alive, names.name(":fence")};
-    record = write ? names.name(":write") : readers + ':' + id;
-    member = (write ? 'w' : 'r') + id;
-    own->keys = write ? std::vector<std::string>{record, queue} : std::vector<std::string>{record, queue, readers};
-  }
-  const std::shared_ptr<const OwnRelease> release = std::move(own);
-  const std::vector<std::string_view> key_views(keys.begin(), keys.end());
-  // The held table has one entry per hold of a semaphore (permits are never re-entered).
-  const std::string table_key = permits ? held_key(id + "#permits", request.key) : held;
-  // A read inside this thread's own write hold is granted at once: the script is told that hold's exact id, as
-  // re-entry is decided by the owner (a detached write hold is no longer one: it is held against everyone).
-  const std::string own_write = request.kind == SharedKind::read ? live_write_id(thread_owner, request.key) : "";
-  const Millis refresh = config_.turn_window / 3;
-
-  WaiterTable::Ticket ticket;
-  long long last_nap_ms = 0;
-  std::string unacknowledged;  // why the last grant did not count (lock.replica_acks), if it did not
-  for (;;) {
-    const Clock::time_point sent = Clock::now();
-    const Millis wait_left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - sent));
-    RedisReply reply;
-    try {
-      if (permits) {
-        const std::string settings = std::to_string(wait_left.count()) + ' ' + window_arg + ' ' +
-                                     std::to_string(request.count_if_new);
-        const std::array<std::string_view, 4> args{id, asked_arg, lease_arg, settings};
-        reply = scripts_.run_acknowledged(semaphore_acquire_script(), key_views, args, &is_shared_grant);
-      } else {
-        const std::string settings = std::string(request.kind == SharedKind::write ? "w " : "r ") +
-                                     std::to_string(wait_left.count()) + ' ' + window_arg + ' ' +
-                                     std::to_string(config_.fence_retention.count());
-        const std::array<std::string_view, 4> args{id, lease_arg, settings, own_write};
-        reply = scripts_.run_acknowledged(read_write_acquire_script(), key_views, args, &is_shared_grant);
-      }
-      if (!transient_state(reply).empty()) {
-        throw ConnectionError(label + ": cannot acquire now: redis " + redis_->endpoint() +
-                              " is in a passing state (" + reply.str + ")");
-      }
-    } catch (const ConnectionError&) {
-      // An outage shorter than the wait is waited out; the next try, with the same id, adopts what a lost reply left.
-      const Clock::time_point now = Clock::now();
-      if (now >= deadline) {
-        remember_orphan(held, id, lease);
-        throw;
-      }
-      std::this_thread::sleep_for(std::min(kOutageRetry, std::chrono::ceil<Millis>(deadline - now)));
-      continue;
-    }
-    if (reply.is_error() && reply.str.starts_with(kNotAcknowledgedError)) {
-      // Granted on the master only (lock.replica_acks): given back, and tried again within the wait.
-      unacknowledged = reply.str.substr(kNotAcknowledgedError.size() + 1);
-      const HeldLock given_back(std::string(request.key), record, id, table_key, 0);
-      try {
-        run_own_release_of(given_back, *release);
-      } catch (const Error& e) {
-        logger_->warn("{}: giving back a grant too few replicas acknowledged failed: {}", label, e.what());
-      }
-      last_nap_ms = config_.replica_ack_timeout.count();
-    } else if (is_shared_grant(reply)) {
-      return grant(request.key, record, id, table_key, token_of_grant(reply), lease, renewed, sent, called, 0,
-                   release);
-    } else if (reply.is_error()) {
-      if (ticket || wait_left.count() > 0) leave_shared_line(queue, alive, member, channel);
-      throw_shared_reply_error(label, names.base, reply);
-    } else if (reply.type == RedisReply::Type::Integer) {
-      last_nap_ms = -1 - reply.integer;
-      unacknowledged.clear();  // refused as busy since: that is why, if the wait ends now
-    } else {
-      throw_shared_reply_error(label, names.base, reply);
-    }
-    Clock::time_point now = Clock::now();
-    if (now >= deadline) break;
-    if (!ticket) {
-      stats_.contended.fetch_add(1, std::memory_order_relaxed);
-      waiters_.enter(channel, id, lease.count(), ticket, std::min(deadline, Clock::now() + refresh));
-      continue;  // a release between the try and the subscription was not heard: look again, now listening
-    }
-    const Millis nap = std::min({Millis(last_nap_ms + 1), refresh, std::chrono::ceil<Millis>(deadline - now)});
-    ticket.wait(std::max(Millis(0), nap));
-  }
-  const bool tried_once = deadline == called;
-  if (!tried_once) leave_shared_line(queue, alive, member, channel);
-  (tried_once ? stats_.busy : stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
-  if (!throw_on_timeout) return {};
-  throw_not_had({permits ? std::to_string(request.permits) + " permit(s) of " + label : label, tried_once,
-                 std::chrono::duration_cast<Millis>(deadline - called),
-                 permits ? "too few permits free, or others wait ahead in line"
-                         : "held in a conflicting mode, or others wait ahead in line",
-                 unacknowledged,
-                 permits ? "try_acquire" : request.kind == SharedKind::read ? "try_read_lock" : "try_write_lock"});
+  start.attempt = std::make_unique<SharedTry>(*this, request, label, held, acquisition_id(held, thread_owner), lease,
+                                              renewed, thread_owner);
+  return start;
 }
 
 std::string ServiceCore::live_write_id(const std::string& thread_owner, std::string_view key) const {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace dlock::detail {
 
@@ -16,7 +17,27 @@ struct WaiterTable::Waiter {
   bool asleep = false;                   // guarded by State::mutex: in wait(), running no script
   bool offered = false;                  // guarded by State::mutex: a release may be granting it the lock
   std::optional<DirectGrant> granted;    // guarded by State::mutex
+  std::function<void()> wake;            // guarded by State::mutex: an async sleeper's, until called
+  bool expired = false;                  // guarded by State::mutex: an async sleep was ended by expire()
+
+  // Wakes it: the blocking sleeper by its condition variable, the async one
+  // by its callback, handed to `call` to run once the mutex is released.
+  void rouse(std::vector<std::function<void()>>& call) {
+    cv.notify_one();
+    if (wake && !offered) {
+      asleep = false;  // about to run a try of its own: never offered the lock meanwhile
+      call.push_back(std::exchange(wake, nullptr));
+    }
+  }
 };
+
+namespace {
+
+void run_all(std::vector<std::function<void()>>& calls) {
+  for (auto& call : calls) call();
+}
+
+}  // namespace
 
 struct WaiterTable::Channel {
   explicit Channel(std::string name_) : name(std::move(name_)) {}
@@ -38,30 +59,26 @@ struct WaiterTable::State {
 
   // Called from the subscriber's thread on every release notice.
   void notify(std::string_view name, const std::string& owner) {
-    std::lock_guard guard(mutex);
-    auto it = channels.find(name);
-    if (it == channels.end()) return;
-    if (owner.empty()) {
+    std::vector<std::function<void()>> call;
+    {
+      std::lock_guard guard(mutex);
+      auto it = channels.find(name);
+      if (it == channels.end()) return;
       for (Waiter& waiter : it->second->line) {
+        if (!owner.empty() && waiter.owner != owner) continue;
         waiter.notified = true;
-        waiter.cv.notify_one();
-      }
-      return;
-    }
-    for (Waiter& waiter : it->second->line) {
-      if (waiter.owner == owner) {
-        waiter.notified = true;
-        waiter.cv.notify_one();
-        return;
+        waiter.rouse(call);
+        if (!owner.empty()) break;
       }
     }
+    run_all(call);
   }
 
-  static void wake_next(Channel& channel) {
+  static void wake_next(Channel& channel, std::vector<std::function<void()>>& call) {
     for (Waiter& waiter : channel.line) {
       if (!waiter.notified) {
         waiter.notified = true;
-        waiter.cv.notify_one();
+        waiter.rouse(call);
         return;
       }
     }
@@ -136,25 +153,29 @@ const std::string& WaiterTable::Offer::owner() const { return waiter_->owner; }
 long long WaiterTable::Offer::lease_ms() const { return waiter_->lease_ms; }
 
 void WaiterTable::Offer::grant(const DirectGrant& grant) {
+  std::vector<std::function<void()>> call;
   {
     std::lock_guard guard(state_->mutex);
     waiter_->granted = grant;
     waiter_->offered = false;
-    waiter_->cv.notify_one();
+    waiter_->rouse(call);
   }
   state_.reset();
+  run_all(call);
 }
 
 void WaiterTable::Offer::decline() {
   if (!state_) return;
+  std::vector<std::function<void()>> call;
   {
     std::lock_guard guard(state_->mutex);
     // Not granted (or not known to be): the waiter tries again by itself.
     waiter_->offered = false;
     waiter_->notified = true;
-    waiter_->cv.notify_one();
+    waiter_->rouse(call);
   }
   state_.reset();
+  run_all(call);
 }
 
 WaiterTable::Offer::~Offer() { decline(); }
@@ -180,20 +201,58 @@ std::optional<WaiterTable::DirectGrant> WaiterTable::Ticket::wait(Millis at_most
   return std::exchange(self.granted, std::nullopt);
 }
 
+void WaiterTable::Ticket::sleep_async(std::function<void()> wake) {
+  std::vector<std::function<void()>> call;
+  {
+    std::lock_guard guard(state_->mutex);
+    Waiter& self = *self_;
+    self.asleep = true;
+    self.expired = false;
+    self.wake = std::move(wake);
+    // A notice or a grant that came while it was awake wakes it at once.
+    if (self.granted || self.notified) self.rouse(call);
+  }
+  run_all(call);
+}
+
+void WaiterTable::Ticket::expire() {
+  std::vector<std::function<void()>> call;
+  {
+    std::lock_guard guard(state_->mutex);
+    Waiter& self = *self_;
+    if (!self.wake) return;  // not asleep, or already woken
+    self.expired = true;
+    self.rouse(call);        // unless an offer is in flight: its grant or decline wakes it
+  }
+  run_all(call);
+}
+
+std::optional<WaiterTable::DirectGrant> WaiterTable::Ticket::woken() {
+  std::lock_guard guard(state_->mutex);
+  Waiter& self = *self_;
+  self.asleep = false;
+  self.notified = false;
+  self.expired = false;
+  self.wake = nullptr;
+  return std::exchange(self.granted, std::nullopt);
+}
+
 WaiterTable::Ticket::~Ticket() {
   if (!state_) return;
   Subscription unsubscribe;
+  std::vector<std::function<void()>> call;
   {
     std::lock_guard guard(state_->mutex);
     bool unused_notice = self_->notified;
     channel_->line.erase(self_);
-    if (unused_notice) State::wake_next(*channel_);
+    if (unused_notice) State::wake_next(*channel_, call);
     if (channel_->line.empty()) {
       unsubscribe = std::move(channel_->subscription);
       std::string name = channel_->name;  // a copy: erasing destroys *channel_
       state_->channels.erase(name);
     }
   }
+  run_all(call);
   // unsubscribe is reset here, outside the mutex.
 }
 

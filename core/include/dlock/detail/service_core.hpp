@@ -30,6 +30,20 @@
 
 namespace dlock::detail {
 
+class AcquireTry;
+
+struct AcquireStart {
+  AcquireStart(Clock::time_point called_, Clock::time_point deadline_);
+  AcquireStart(AcquireStart&&) noexcept;
+  AcquireStart& operator=(AcquireStart&&) noexcept;
+  ~AcquireStart();  // out of line: AcquireTry is complete there (lock/acquisition.cpp)
+
+  std::optional<LockGuard> done;        // a re-entry, decided without a try of its own
+  std::unique_ptr<AcquireTry> attempt;  // else: the new acquisition's try
+  Clock::time_point called;
+  Clock::time_point deadline;
+};
+
 // While Redis is unreachable, a waiter (of a lock, a read-write lock or a
 // semaphore) tries again on this period.
 inline constexpr Millis kOutageRetry{100};
@@ -40,6 +54,16 @@ inline constexpr Millis kOtherThreadsRoundTrip{250};
 
 class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
  public:
+  // Why a wait ran out (not_had.cpp): one message for every primitive.
+  struct NotHad {
+    std::string what;            // "lock 'K'", "2 permit(s) of semaphore 'K'", ...
+    bool tried_once = false;     // a try without a wait
+    Millis waited{0};
+    std::string busy;            // who holds it, as the primitive can tell
+    std::string unacknowledged;  // set when the last grant was refused for too few replica acknowledgements
+    std::string try_form = "try_lock";  // the call that tries without throwing, for the advice
+  };
+
   ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config, std::shared_ptr<spdlog::logger> logger);
   // Stops the watchdog, then deletes the service's registry entry.
   ~ServiceCore();
@@ -50,6 +74,12 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
 
   // An empty guard when `throw_on_timeout` is false and the wait ran out.
   LockGuard acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout);
+  // What an acquire call does before its first try, for both drivers (the
+  // blocking calls above; the async API's, async_acquire.cpp): validation,
+  // then a re-entry (`done`: its guard, or an empty one when the wait ran
+  // out) or a new acquisition's try. `key` (and `request.key`) must outlive the try.
+  AcquireStart start_acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout);
+  AcquireStart start_acquire_shared(const SharedRequest& request, const LockOptions& options, bool throw_on_timeout);
   // A read or write hold of a read-write lock, or permits of a semaphore (shared_acquire.cpp).
   LockGuard acquire_shared(const SharedRequest& request, const LockOptions& options, bool throw_on_timeout);
   // A semaphore's permit count, set now (its waiters are woken), and what it has: {count or -1, in use}.
@@ -75,6 +105,11 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void validate(std::string_view key, const LockOptions& options) const;
 
  private:
+  // The steps of an acquire call (lock/acquisition.hpp) and each primitive's try use the service's internals.
+  friend class Acquisition;
+  friend class LockTry;
+  friend class SharedTry;
+
   // Writes the service's registry entry and has the watchdog keep it alive;
   // without it (Redis refused) the service runs on, after one warning.
   void enter_registry();
@@ -95,9 +130,6 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // wait, or kOtherThreadsRoundTrip if that is longer.
   std::optional<LockGuard> reenter(const std::shared_ptr<HeldLock>& lock, Millis lease, bool renewed,
                                    Clock::time_point called, Clock::time_point deadline, bool throw_on_timeout);
-  LockGuard acquire_first(std::string_view key, const std::string& held, const std::string& thread_owner,
-                          Millis lease, bool renewed, Clock::time_point called, Clock::time_point deadline,
-                          bool throw_on_timeout);
   // A new acquisition's id, or the id of this thread's last acquisition of the
   // key if that one failed without knowing whether Redis granted it: its grant,
   // never handed to anyone, is then adopted rather than left to idle out its lease.
@@ -128,15 +160,6 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
                          const std::string& held, const WaiterTable::DirectGrant& direct, Millis lease, bool renewed,
                          Clock::time_point called);
   void handle_lost(const std::shared_ptr<HeldLock>& lock, const std::string& why);
-  // Why a wait ran out (not_had.cpp): one message for every primitive.
-  struct NotHad {
-    std::string what;            // "lock 'K'", "2 permit(s) of semaphore 'K'", ...
-    bool tried_once = false;     // a try without a wait
-    Millis waited{0};
-    std::string busy;            // who holds it, as the primitive can tell
-    std::string unacknowledged;  // set when the last grant was refused for too few replica acknowledgements
-    std::string try_form = "try_lock";  // the call that tries without throwing, for the advice
-  };
   [[noreturn]] void throw_not_had(const NotHad& why) const;
   // Whether the lock exists in Redis (false if Redis could not be asked): a waiter's look before its first sleep.
   // Releases a grant that too few replicas acknowledged (lock.replica_acks).

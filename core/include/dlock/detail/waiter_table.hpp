@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,18 @@ class WaiterTable {
     // for `at_most`, or (past `at_most` if an offer is in flight) until the
     // lock is granted to it directly; returns that grant.
     std::optional<DirectGrant> wait(Millis at_most);
+
+    // The same sleep without a thread (the async API's): returns at once;
+    // `wake` is called once, on whichever thread delivers it, when a notice
+    // or a direct grant reaches this waiter, or when expire() is called (a
+    // timer, a cancellation) and no offer is in flight (one in flight is
+    // settled first). The waiter then collects with woken(). `wake` must not
+    // call back into this ticket (it is called with nothing locked; post).
+    void sleep_async(std::function<void()> wake);
+    // Ends an async sleep now, unless an offer is in flight (then when it is settled).
+    void expire();
+    // After an async sleep's wake: the lock if it was handed over, and the waiter awake again.
+    std::optional<DirectGrant> woken();
 
    private:
     friend class WaiterTable;

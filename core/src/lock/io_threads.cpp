@@ -1,0 +1,107 @@
+// dlock's own threads for the async API (io_threads.hpp): a queue of jobs and a map of timers.
+#include "dlock/detail/io_threads.hpp"
+
+#include <algorithm>
+
+namespace dlock::detail {
+namespace {
+
+thread_local const void* current_io_threads = nullptr;
+
+}  // namespace
+
+IoThreads::IoThreads(std::size_t threads)
+    : count_(std::max<std::size_t>(threads, 1)), shared_(std::make_shared<Shared>()) {}
+
+IoThreads::~IoThreads() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(shared_->mutex);
+    shared_->stopping = true;
+    shared_->timers.clear();
+    threads = std::move(threads_);
+  }
+  shared_->wake.notify_all();
+  for (std::thread& thread : threads) {
+    if (thread.get_id() == std::this_thread::get_id()) {
+      thread.detach();
+    } else {
+      thread.join();
+    }
+  }
+}
+
+void IoThreads::start_locked() {
+  if (!threads_.empty() || shared_->stopping) return;
+  for (std::size_t i = 0; i < count_; ++i) {
+    threads_.emplace_back([shared = shared_] { run(shared); });
+  }
+}
+
+void IoThreads::post(Job job) {
+  {
+    std::lock_guard lock(shared_->mutex);
+    if (shared_->stopping) return;
+    start_locked();
+    shared_->ready.push_back(std::move(job));
+  }
+  shared_->wake.notify_one();
+}
+
+std::uint64_t IoThreads::at(Clock::time_point when, Job job) {
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(shared_->mutex);
+    if (shared_->stopping) return 0;
+    start_locked();
+    id = shared_->next_timer++;
+    shared_->timers.emplace(when, std::make_pair(id, std::move(job)));
+  }
+  shared_->wake.notify_all();  // a sleeper may now have an earlier timer to wake for
+  return id;
+}
+
+bool IoThreads::cancel(std::uint64_t timer) {
+  Job dropped;  // destroyed outside the mutex: it may hold the last reference to anything
+  std::lock_guard lock(shared_->mutex);
+  for (auto it = shared_->timers.begin(); it != shared_->timers.end(); ++it) {
+    if (it->second.first == timer) {
+      dropped = std::move(it->second.second);
+      shared_->timers.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IoThreads::on_io_thread() const { return current_io_threads == shared_.get(); }
+
+void IoThreads::run(const std::shared_ptr<Shared>& shared) {
+  current_io_threads = shared.get();
+  std::unique_lock lock(shared->mutex);
+  for (;;) {
+    const Clock::time_point now = Clock::now();
+    while (!shared->timers.empty() && shared->timers.begin()->first <= now) {
+      shared->ready.push_back(std::move(shared->timers.begin()->second.second));
+      shared->timers.erase(shared->timers.begin());
+    }
+    if (!shared->ready.empty()) {
+      Job job = std::move(shared->ready.front());
+      shared->ready.pop_front();
+      if (!shared->ready.empty()) shared->wake.notify_one();
+      lock.unlock();
+      job();
+      job = nullptr;  // what it held goes before the lock is taken again
+      lock.lock();
+      continue;
+    }
+    if (shared->stopping) return;
+    if (shared->timers.empty()) {
+      shared->wake.wait(lock);
+    } else {
+      shared->wake.wait_until(lock, shared->timers.begin()->first);
+    }
+  }
+}
+
+}  // namespace dlock::detail
