@@ -4,6 +4,8 @@
 // any thread (async code that finishes elsewhere).
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -84,6 +86,11 @@ class LockGuard {
   // out. For work that must not run again before then, such as a scheduled
   // job that one instance runs per period ("lock at least for"). Idempotent.
   void detach();
+
+  // unlock() on one of dlock's I/O threads (the async API's release): the
+  // guard is empty at once; `done` is called there with what unlock() threw,
+  // or none (an empty guard: at once, here). Without `done`, a failed release is logged.
+  void release_elsewhere(std::function<void(std::exception_ptr)> done);
 
  private:
   friend class detail::ServiceCore;

@@ -68,6 +68,7 @@
 
 #include <spdlog/logger.h>
 
+#include "dlock/detail/async_acquire.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_options.hpp"
@@ -201,6 +202,11 @@ class RedisLockService {
 
   // Counters since the service started; cheap (no round trip), thread-safe.
   LockStats stats() const;
+
+  // The async API's entry, which <dlock/asio.hpp> wraps in Asio's completion
+  // tokens (detail/async_acquire.hpp): starts an acquisition and returns at
+  // once; `done` is called once, on one of dlock's I/O threads.
+  std::shared_ptr<detail::AsyncOperation> start_async(detail::AsyncRequest request, detail::AsyncDone done);
 
  private:
   template <typename Keys>

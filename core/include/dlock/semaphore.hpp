@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/detail/async_acquire.hpp"
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_options.hpp"
 
@@ -51,6 +52,10 @@ class Semaphore {
   long long permits() const;
   // Permits free now: the count less those held by live holders (0 if more are held).
   long long available() const;
+
+  // The async API's entry for acquire()/try_acquire() (<dlock/asio.hpp>): see RedisLockService::start_async.
+  std::shared_ptr<detail::AsyncOperation> start_async(long long permits, LockOptions options, bool throw_on_timeout,
+                                                      detail::AsyncDone done) const;
 
  private:
   friend class RedisLockService;

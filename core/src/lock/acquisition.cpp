@@ -107,6 +107,10 @@ LockGuard Acquisition::not_had(bool throw_on_timeout) {
   core_.throw_not_had(why);
 }
 
+void Acquisition::abandon() {
+  if (ticket_ || deadline_ > called_) attempt_.leave_line();
+}
+
 std::optional<WaiterTable::DirectGrant> Acquisition::sleep_here(Clock::time_point until) {
   if (ticket_) return ticket_.wait(until_now(until));
   std::this_thread::sleep_for(until_now(until));

@@ -82,6 +82,10 @@ class Acquisition {
   Step woke(std::optional<WaiterTable::DirectGrant> direct);
   // After Step::granted.
   LockGuard take_guard() { return std::move(guard_); }
+  // Gives up without a verdict (a cancelled async acquisition): leaves the line.
+  void abandon();
+  // The place in line (empty until the first busy answer): the async driver sleeps on it.
+  WaiterTable::Ticket& ticket_ref() { return ticket_; }
   // After Step::not_had: leaves the line and counts it; an empty guard, or LockTimeoutError.
   LockGuard not_had(bool throw_on_timeout);
   // The blocking sleep of Step::sleep: on the ticket while in line (a notice

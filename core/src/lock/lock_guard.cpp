@@ -85,6 +85,27 @@ void LockGuard::detach() {
   if (service_ && hold_) service_->release(*hold_, detail::ServiceCore::Release::locally_only);
 }
 
+void LockGuard::release_elsewhere(std::function<void(std::exception_ptr)> done) {
+  if (!hold_ || !service_ || hold_->released.load()) {
+    hold_.reset();
+    service_.reset();
+    if (done) done(nullptr);
+    return;
+  }
+  const std::shared_ptr<detail::ServiceCore> core = service_;
+  auto moved = std::make_shared<LockGuard>(std::move(*this));
+  core->io_threads().post([moved, done = std::move(done)] {
+    if (!done) return;  // the guard's destructor releases, logging a failure
+    std::exception_ptr error;
+    try {
+      moved->unlock();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(error);
+  });
+}
+
 Owner LockGuard::owner() const {
   if (!hold_) throw InvalidArgument("owner() of an empty LockGuard: it holds nothing (check the guard before asking)");
   return detail::owner_of_acquisition(hold_->lock->owner);

@@ -266,4 +266,13 @@ std::size_t RedisLockService::watched_locks() const { return core_->watched_lock
 
 LockStats RedisLockService::stats() const { return core_->stats(); }
 
+std::shared_ptr<detail::AsyncOperation> RedisLockService::start_async(detail::AsyncRequest request,
+                                                                      detail::AsyncDone done) {
+  // The try forms try once unless given a wait, as their blocking twins.
+  if (!request.throw_on_timeout && !request.options.wait) request.options.wait = Millis(0);
+  // Without an owner, each async acquisition is its own: never one by the thread it happens to start on.
+  if (!request.options.owner) request.options.owner = Owner::create();
+  return core_->acquire_async(std::move(request), std::move(done));
+}
+
 }  // namespace dlock

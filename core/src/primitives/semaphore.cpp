@@ -17,6 +17,16 @@ LockGuard Semaphore::try_acquire(long long permits, LockOptions options) const {
   return core_->acquire_shared({detail::SharedKind::permits, name_, permits, count_if_new_}, options, false);
 }
 
+std::shared_ptr<detail::AsyncOperation> Semaphore::start_async(long long permits, LockOptions options,
+                                                               bool throw_on_timeout, detail::AsyncDone done) const {
+  if (!throw_on_timeout && !options.wait) options.wait = Millis(0);
+  // Without an owner, each async acquisition is its own: never one by the thread it happens to start on.
+  if (!options.owner) options.owner = Owner::create();
+  detail::AsyncRequest request{detail::AsyncRequest::Kind::permits, name_, options, throw_on_timeout, permits,
+                               count_if_new_};
+  return core_->acquire_async(std::move(request), std::move(done));
+}
+
 void Semaphore::set_permits(long long permits) const { core_->set_permits(name_, permits); }
 
 long long Semaphore::permits() const {

@@ -15,8 +15,10 @@
 #include <spdlog/logger.h>
 
 #include "dlock/detail/acquisition_id.hpp"
+#include "dlock/detail/async_acquire.hpp"
 #include "dlock/detail/held_lock.hpp"
 #include "dlock/detail/instance_registry.hpp"
+#include "dlock/detail/io_threads.hpp"
 #include "dlock/detail/lock_names.hpp"
 #include "dlock/detail/lost_notifier.hpp"
 #include "dlock/detail/shared_request.hpp"
@@ -80,6 +82,10 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // out) or a new acquisition's try. `key` (and `request.key`) must outlive the try.
   AcquireStart start_acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout);
   AcquireStart start_acquire_shared(const SharedRequest& request, const LockOptions& options, bool throw_on_timeout);
+  // The async API's acquisition (async_acquire.cpp): returns at once; `done` is called once, on an I/O thread.
+  std::shared_ptr<AsyncOperation> acquire_async(AsyncRequest request, AsyncDone done);
+  // dlock's threads for the async API's round trips and timers; started at their first use.
+  IoThreads& io_threads() { return io_threads_; }
   // A read or write hold of a read-write lock, or permits of a semaphore (shared_acquire.cpp).
   LockGuard acquire_shared(const SharedRequest& request, const LockOptions& options, bool throw_on_timeout);
   // A semaphore's permit count, set now (its waiters are woken), and what it has: {count or -1, in use}.
@@ -201,6 +207,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   std::unordered_map<std::string, Orphan> orphans_;  // guarded by mutex_; keyed by held_key()
 
   LostNotifier notifier_;  // runs on_lost hooks on a thread of its own
+  IoThreads io_threads_{2};  // the async API's; every pending operation holds this core, so none outlives it
 
   Watchdog watchdog_;  // last: its thread stops before the members it uses go
 };
