@@ -8,7 +8,8 @@ packages=(g++ cmake make pkg-config libhiredis-dev libspdlog-dev libyaml-cpp-dev
           redis-sentinel          # Sentinel mode's tests and demo
           valgrind python3-redis  # these two for bench/callgrind.sh and bench/peers/run.sh
           libssl-dev openssl      # TLS; the openssl command makes the tests' and demo's certificates
-          lua-check)              # luacheck, the Lua scripts' linter (./scripts/test.sh)
+          lua-check               # luacheck, the Lua scripts' linter (./scripts/test.sh)
+          libasio-dev)            # standalone Asio (header-only): the async API's tests and examples
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo)
 "${as_root[@]}" apt-get update
