@@ -19,7 +19,10 @@ void Fleet::start(int index) {
   const unsigned seed = options_.seed * 1000 + static_cast<unsigned>(index) * 100 + static_cast<unsigned>(worker.starts++);
   worker.process.start({options_.worker_bin, "--port", std::to_string(options_.port), "--id",
                         std::to_string(index + 1), "--file", worker.file.string(), "--mode",
-                        index % 2 == 0 ? "watchdog" : "fixed", "--lease-ms", std::to_string(options_.lease_ms),
+                        index % 2 == 0 ? "watchdog" : "fixed",
+                        // The third and fourth workers (one of each lease mode) use the async API.
+                        "--api", index == 2 || index == 3 ? "async" : "blocking",
+                        "--lease-ms", std::to_string(options_.lease_ms),
                         "--seed", std::to_string(seed), "--max-seconds", std::to_string(options_.max_seconds)});
   log_.append("worker-start", {{"worker", name(index)}, {"pid", std::to_string(worker.process.pid())}});
 }

@@ -2,8 +2,13 @@
 // one lock and appends every step to its own history file (event.hpp), so
 // the checker can later prove from the record what happened.
 //
-//   history_worker --port P --id N --file PATH [--mode watchdog|fixed]
+//   history_worker --port P --id N --file PATH [--mode watchdog|fixed] [--api blocking|async]
 //                  [--lease-ms 1000] [--seed S] [--max-seconds 900]
+//
+// --api async takes and releases the lock through the async API
+// (<dlock/asio.hpp>: async_lock, async_unlock): the acquisition runs on
+// dlock's I/O threads and sleeps in line without a thread; this worker waits
+// for its completion (asio::use_future), so its record reads as the others'.
 //
 // The counter is the plain string key `history:counter`, read with GET and
 // written with SET on a connection of its own: nothing but the lock keeps
@@ -31,6 +36,9 @@
 #include <random>
 #include <thread>
 
+#include <asio/use_future.hpp>
+
+#include "dlock/asio.hpp"
 #include "dlock/dlock.hpp"
 #include "event_log.hpp"
 #include "example_flags.hpp"
@@ -67,6 +75,7 @@ class Worker {
   explicit Worker(const example::Flags& flags)
       : log_(flags.text("--file", ""), "w" + flags.text("--id", "")),
         fixed_lease_(flags.text("--mode", "watchdog") == "fixed"),
+        async_(flags.text("--api", "blocking") == "async"),
         lease_(flags.number("--lease-ms", 1000, 1)),
         random_(static_cast<unsigned>(flags.number("--seed", 1, 0))) {
     config_.redis.host = "127.0.0.1";
@@ -76,7 +85,9 @@ class Worker {
     config_.redis.command_timeout = 1000ms;
     config_.lock.watchdog_timeout = lease_;
     config_.logging.level = "off";
-    log_.append("start", {{"mode", fixed_lease_ ? "fixed" : "watchdog"}, {"lease_ms", std::to_string(lease_.count())}});
+    log_.append("start", {{"mode", fixed_lease_ ? "fixed" : "watchdog"},
+                          {"api", async_ ? "async" : "blocking"},
+                          {"lease_ms", std::to_string(lease_.count())}});
   }
 
   void run(std::chrono::seconds max_time) {
@@ -112,7 +123,8 @@ class Worker {
     try {
       dlock::LockOptions options{.wait = 3s};
       if (fixed_lease_) options.lease = lease_;
-      guard = service_->lock(kLockKey, options);
+      guard = async_ ? dlock::async_lock(*service_, kLockKey, options, asio::use_future).get()
+                     : service_->lock(kLockKey, options);
     } catch (const std::exception& e) {
       log_.append("fail", {{"error", error_class(e)}}, e.what());
       std::this_thread::sleep_for(20ms);
@@ -122,7 +134,11 @@ class Worker {
     section(guard);
     if (guard.lost()) log_.append("lost", {{"via", "flag"}});
     try {
-      guard.unlock();
+      if (async_) {
+        dlock::async_unlock(std::move(guard), asio::use_future).get();
+      } else {
+        guard.unlock();
+      }
       log_.append("release", {{"outcome", "ok"}});
     } catch (const std::exception& e) {
       if (dynamic_cast<const dlock::LockLostError*>(&e)) log_.append("lost", {{"via", "error"}});
@@ -163,6 +179,7 @@ class Worker {
 
   dlock::history::EventLog log_;
   bool fixed_lease_;
+  bool async_;
   dlock::Millis lease_;
   std::mt19937 random_;
   std::uniform_int_distribution<int> work_ms_{5, 60};
@@ -178,14 +195,16 @@ class Worker {
 
 int main(int argc, char** argv) {
   const example::Flags flags(
-      argc, argv, {"--port", "--id", "--file", "--mode", "--lease-ms", "--seed", "--max-seconds"}, {},
-      "usage: history_worker --port P --id N --file PATH [--mode watchdog|fixed] [--lease-ms 1000] [--seed S]\n"
-      "                      [--max-seconds 900]\n");
+      argc, argv, {"--port", "--id", "--file", "--mode", "--api", "--lease-ms", "--seed", "--max-seconds"}, {},
+      "usage: history_worker --port P --id N --file PATH [--mode watchdog|fixed] [--api blocking|async]\n"
+      "                      [--lease-ms 1000] [--seed S] [--max-seconds 900]\n");
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the driver
   std::signal(SIGTERM, on_term);
   const std::string mode = flags.text("--mode", "watchdog");
-  if (flags.text("--file", "").empty() || flags.text("--id", "").empty() || (mode != "watchdog" && mode != "fixed")) {
-    std::cerr << "history_worker: --file and --id are required; --mode is watchdog or fixed\n";
+  const std::string api = flags.text("--api", "blocking");
+  if (flags.text("--file", "").empty() || flags.text("--id", "").empty() || (mode != "watchdog" && mode != "fixed") ||
+      (api != "blocking" && api != "async")) {
+    std::cerr << "history_worker: --file and --id are required; --mode is watchdog or fixed; --api blocking or async\n";
     return 64;
   }
   try {

@@ -70,6 +70,12 @@ echo
 echo "== flash_sale: the same sale without the lock (oversells) =="
 build/examples/flash_sale --config config/dlock.yaml --sku SKU-2 --stock 100 --buyers 300 --threads 8 --processes 2 --reset --no-lock
 echo
+echo "== async_flash_sale: 2 processes x 100 coroutines on one thread each, with the lock =="
+build/examples/async_flash_sale --config config/dlock.yaml --sku SKU-A --stock 100 --buyers 300 --coroutines 100 --processes 2 --reset
+echo
+echo "== async_flash_sale: the same without the lock (oversells) =="
+build/examples/async_flash_sale --config config/dlock.yaml --sku SKU-B --stock 100 --buyers 300 --coroutines 100 --processes 2 --reset --no-lock
+echo
 echo "== nested_reentrant =="
 build/examples/nested_reentrant --config config/dlock.yaml
 echo

@@ -45,6 +45,27 @@ TEST_CASE("flash_sale with the lock sells exactly its stock across processes", "
   CHECK(redis.run({"GET", "stock:T1"}) == "0");
 }
 
+TEST_CASE("async_flash_sale: coroutines on one thread per process sell exactly the stock with the lock", "[examples][async]") {
+  dlock::test::RedisServer redis;
+  auto result = run(std::string(ASYNC_FLASH_SALE_BIN) + " --config " + config_for(redis) +
+                    " --sku A1 --stock 60 --buyers 80 --coroutines 50 --processes 2 --reset");
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(field(result.output, "final_stock") == 0);
+  CHECK(field(result.output, "sold") == 60);
+  CHECK(field(result.output, "oversold") == 0);
+  CHECK(redis.run({"EXISTS", "dlock:{stock:A1}"}) == "0");
+}
+
+TEST_CASE("async_flash_sale without the lock oversells (what the lock prevents)", "[examples][async]") {
+  dlock::test::RedisServer redis;
+  auto result = run(std::string(ASYNC_FLASH_SALE_BIN) + " --config " + config_for(redis) +
+                    " --sku A2 --stock 60 --buyers 80 --coroutines 50 --processes 2 --reset --no-lock");
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(field(result.output, "oversold") > 0);
+}
+
 TEST_CASE("flash_sale --multi-sku fills every order whole and oversells no SKU across processes", "[examples][multi]") {
   dlock::test::RedisServer redis;
   auto result = run(std::string(FLASH_SALE_BIN) + " --config " + config_for(redis) +

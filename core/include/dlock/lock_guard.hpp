@@ -89,8 +89,10 @@ class LockGuard {
 
   // unlock() on one of dlock's I/O threads (the async API's release): the
   // guard is empty at once; `done` is called there with what unlock() threw,
-  // or none (an empty guard: at once, here). Without `done`, a failed release is logged.
-  void release_elsewhere(std::function<void(std::exception_ptr)> done);
+  // or none (an empty guard: at once, here). Without `done`, a failed release
+  // is logged, as the destructor logs it. `keep_alive`, if given, is dropped
+  // once the release is over (an Asio work guard keeps its loop running until then).
+  void release_elsewhere(std::function<void(std::exception_ptr)> done, std::shared_ptr<void> keep_alive = nullptr);
 
  private:
   friend class detail::ServiceCore;

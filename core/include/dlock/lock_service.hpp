@@ -207,6 +207,9 @@ class RedisLockService {
   // tokens (detail/async_acquire.hpp): starts an acquisition and returns at
   // once; `done` is called once, on one of dlock's I/O threads.
   std::shared_ptr<detail::AsyncOperation> start_async(detail::AsyncRequest request, detail::AsyncDone done);
+  // The same for lock_all() and try_lock_all() (async_lock_all).
+  std::shared_ptr<detail::AsyncOperation> start_async_all(std::vector<std::string> keys, LockOptions options,
+                                                          bool throw_on_timeout, detail::AsyncSetDone done);
 
  private:
   template <typename Keys>

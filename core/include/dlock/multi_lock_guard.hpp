@@ -17,6 +17,9 @@
 namespace dlock {
 
 class RedisLockService;
+namespace detail {
+class SetAcquisition;
+}
 
 class MultiLockGuard {
  public:
@@ -61,6 +64,7 @@ class MultiLockGuard {
 
  private:
   friend class RedisLockService;
+  friend class detail::SetAcquisition;
   explicit MultiLockGuard(std::vector<LockGuard> guards);
 
   struct LossSignal;

@@ -110,6 +110,7 @@ LockGuard ServiceCore::acquire(std::string_view key, const LockOptions& options,
 AcquireStart ServiceCore::start_acquire(std::string_view key, const LockOptions& options, bool throw_on_timeout) {
   refuse_after_fork();
   validate(key, options);
+  refuse_thread_owner_on_event_loop(lock_label(key), options);
   const Millis wait = options.wait.value_or(config_.wait);
   const bool renewed = !options.lease.has_value();
   const Millis lease = options.lease.value_or(config_.watchdog_timeout);

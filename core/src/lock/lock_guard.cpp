@@ -85,7 +85,7 @@ void LockGuard::detach() {
   if (service_ && hold_) service_->release(*hold_, detail::ServiceCore::Release::locally_only);
 }
 
-void LockGuard::release_elsewhere(std::function<void(std::exception_ptr)> done) {
+void LockGuard::release_elsewhere(std::function<void(std::exception_ptr)> done, std::shared_ptr<void> keep_alive) {
   if (!hold_ || !service_ || hold_->released.load()) {
     hold_.reset();
     service_.reset();
@@ -94,8 +94,12 @@ void LockGuard::release_elsewhere(std::function<void(std::exception_ptr)> done) 
   }
   const std::shared_ptr<detail::ServiceCore> core = service_;
   auto moved = std::make_shared<LockGuard>(std::move(*this));
-  core->io_threads().post([moved, done = std::move(done)] {
-    if (!done) return;  // the guard's destructor releases, logging a failure
+  core->io_threads().post([moved, done = std::move(done), keep_alive = std::move(keep_alive)]() mutable {
+    if (!done) {
+      *moved = LockGuard();  // the destructor's release, logging a failure
+      keep_alive.reset();
+      return;
+    }
     std::exception_ptr error;
     try {
       moved->unlock();
@@ -103,6 +107,7 @@ void LockGuard::release_elsewhere(std::function<void(std::exception_ptr)> done) 
       error = std::current_exception();
     }
     done(error);
+    keep_alive.reset();
   });
 }
 

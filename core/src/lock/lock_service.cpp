@@ -15,6 +15,7 @@
 #include "dlock/detail/transient_state.hpp"
 #include "dlock/detail/service_core.hpp"
 #include "dlock/owner_token.hpp"
+#include "dlock/detail/event_loop_check.hpp"
 
 namespace dlock {
 namespace detail {
@@ -122,6 +123,16 @@ void ServiceCore::refuse_after_fork() const {
   throw Error("this lock service was created before fork(); a child process must not use it (it would share the "
               "parent's connections and owner identity, and could take the parent's locks as its own): create a "
               "new service in the child with make_lock_service");
+}
+
+void ServiceCore::refuse_thread_owner_on_event_loop(std::string_view label, const LockOptions& options) {
+  if (options.owner || !on_event_loop_thread()) return;
+  throw InvalidArgument(std::string(label) +
+                        ": a blocking acquisition on a thread that runs an Asio event loop (io_context::run, a "
+                        "thread_pool), owned by the thread: every coroutine on this thread would re-enter it, so "
+                        "it would exclude none of them, and its wait would stall the loop. Use co_await "
+                        "dlock::async_lock(...) (<dlock/asio.hpp>), or pass LockOptions::owner (an Owner per task) "
+                        "to block this thread on purpose");
 }
 
 void ServiceCore::validate(std::string_view key, const LockOptions& options) const {

@@ -199,6 +199,7 @@ AcquireStart ServiceCore::start_acquire_shared(const SharedRequest& request, con
   const std::string_view noun = noun_of(request.kind);
   const std::string label = labelled(noun, request.key);
   validate(request.key, options);
+  refuse_thread_owner_on_event_loop(label, options);
   if (scripts_.quorum()) {
     throw InvalidArgument(label + ": read-write locks and semaphores are not offered over a Redlock (redis.mode: "
                           "redlock); use lock() or lock_all() there, or a standalone, Sentinel or Cluster Redis");

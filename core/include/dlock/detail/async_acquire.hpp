@@ -14,6 +14,7 @@
 
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_options.hpp"
+#include "dlock/multi_lock_guard.hpp"
 
 namespace dlock::detail {
 
@@ -31,6 +32,9 @@ struct AsyncRequest {
 // Called once, on one of dlock's I/O threads: the guard, or the error the
 // blocking call would have thrown, or `cancelled` (then neither: nothing is held).
 using AsyncDone = std::function<void(std::exception_ptr error, LockGuard guard, bool cancelled)>;
+
+// The same for a set of keys (async_lock_all).
+using AsyncSetDone = std::function<void(std::exception_ptr error, MultiLockGuard guard, bool cancelled)>;
 
 class AsyncOperation {
  public:

@@ -126,6 +126,9 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   static std::string held_key(std::string_view owner, std::string_view key);
   // Throws dlock::Error in a process forked after this service was made.
   void refuse_after_fork() const;
+  // Throws InvalidArgument when a blocking acquisition without an owner runs
+  // on an event loop's thread (event_loop_check.hpp). `label` names the lock.
+  static void refuse_thread_owner_on_event_loop(std::string_view label, const LockOptions& options);
 
   // A live acquisition of this thread's (held_key `held`), for re-entry; null if none.
   std::shared_ptr<HeldLock> find_live(const std::string& held) const;
