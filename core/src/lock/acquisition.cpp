@@ -95,9 +95,12 @@ Acquisition::Step Acquisition::woke(std::optional<WaiterTable::DirectGrant> dire
 }
 
 LockGuard Acquisition::not_had(bool throw_on_timeout) {
+  abandon();
+  return verdict(throw_on_timeout);
+}
+
+LockGuard Acquisition::verdict(bool throw_on_timeout) {
   const bool tried_once = deadline_ == called_;
-  // A try without a wait never joined the line (its script was told wait 0).
-  if (!tried_once) attempt_.leave_line();
   (tried_once ? core_.stats_.busy : core_.stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
   ServiceCore::NotHad why = attempt_.not_had(last_nap_ms_);
@@ -108,6 +111,7 @@ LockGuard Acquisition::not_had(bool throw_on_timeout) {
 }
 
 void Acquisition::abandon() {
+  // A try without a wait never joined the line (its script was told wait 0).
   if (ticket_ || deadline_ > called_) attempt_.leave_line();
 }
 

@@ -82,12 +82,18 @@ class Acquisition {
   Step woke(std::optional<WaiterTable::DirectGrant> direct);
   // After Step::granted.
   LockGuard take_guard() { return std::move(guard_); }
-  // Gives up without a verdict (a cancelled async acquisition): leaves the line.
+  // Leaves the line, if it may have joined it (best effort; a round trip).
   void abandon();
   // The place in line (empty until the first busy answer): the async driver sleeps on it.
   WaiterTable::Ticket& ticket_ref() { return ticket_; }
   // After Step::not_had: leaves the line and counts it; an empty guard, or LockTimeoutError.
   LockGuard not_had(bool throw_on_timeout);
+  // not_had() without leaving the line (no round trip): the async driver
+  // tells the caller first, and leaves the line after (abandon()).
+  LockGuard verdict(bool throw_on_timeout);
+  // When the wait runs out.
+  Clock::time_point deadline() const { return deadline_; }
+  Clock::time_point called() const { return called_; }
   // The blocking sleep of Step::sleep: on the ticket while in line (a notice
   // or a direct grant ends it), else a plain sleep.
   std::optional<WaiterTable::DirectGrant> sleep_here(Clock::time_point until);

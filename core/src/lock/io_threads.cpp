@@ -19,9 +19,11 @@ IoThreads::~IoThreads() {
     std::lock_guard lock(shared_->mutex);
     shared_->stopping = true;
     shared_->timers.clear();
+    shared_->timer_ids.clear();
     threads = std::move(threads_);
   }
   shared_->wake.notify_all();
+  shared_->timer_wake.notify_all();
   for (std::thread& thread : threads) {
     if (thread.get_id() == std::this_thread::get_id()) {
       thread.detach();
@@ -36,6 +38,7 @@ void IoThreads::start_locked() {
   for (std::size_t i = 0; i < count_; ++i) {
     threads_.emplace_back([shared = shared_] { run(shared); });
   }
+  threads_.emplace_back([shared = shared_] { run_timers(shared); });
 }
 
 void IoThreads::post(Job job) {
@@ -55,23 +58,21 @@ std::uint64_t IoThreads::at(Clock::time_point when, Job job) {
     if (shared_->stopping) return 0;
     start_locked();
     id = shared_->next_timer++;
-    shared_->timers.emplace(when, std::make_pair(id, std::move(job)));
+    shared_->timer_ids.emplace(id, shared_->timers.emplace(when, std::make_pair(id, std::move(job))));
   }
-  shared_->wake.notify_all();  // a sleeper may now have an earlier timer to wake for
+  shared_->timer_wake.notify_one();  // it may now have an earlier timer to wake for
   return id;
 }
 
 bool IoThreads::cancel(std::uint64_t timer) {
   Job dropped;  // destroyed outside the mutex: it may hold the last reference to anything
   std::lock_guard lock(shared_->mutex);
-  for (auto it = shared_->timers.begin(); it != shared_->timers.end(); ++it) {
-    if (it->second.first == timer) {
-      dropped = std::move(it->second.second);
-      shared_->timers.erase(it);
-      return true;
-    }
-  }
-  return false;
+  const auto found = shared_->timer_ids.find(timer);
+  if (found == shared_->timer_ids.end()) return false;
+  dropped = std::move(found->second->second.second);
+  shared_->timers.erase(found->second);
+  shared_->timer_ids.erase(found);
+  return true;
 }
 
 bool IoThreads::on_io_thread() const { return current_io_threads == shared_.get(); }
@@ -80,11 +81,6 @@ void IoThreads::run(const std::shared_ptr<Shared>& shared) {
   current_io_threads = shared.get();
   std::unique_lock lock(shared->mutex);
   for (;;) {
-    const Clock::time_point now = Clock::now();
-    while (!shared->timers.empty() && shared->timers.begin()->first <= now) {
-      shared->ready.push_back(std::move(shared->timers.begin()->second.second));
-      shared->timers.erase(shared->timers.begin());
-    }
     if (!shared->ready.empty()) {
       Job job = std::move(shared->ready.front());
       shared->ready.pop_front();
@@ -96,10 +92,29 @@ void IoThreads::run(const std::shared_ptr<Shared>& shared) {
       continue;
     }
     if (shared->stopping) return;
+    shared->wake.wait(lock);
+  }
+}
+
+void IoThreads::run_timers(const std::shared_ptr<Shared>& shared) {
+  current_io_threads = shared.get();
+  std::unique_lock lock(shared->mutex);
+  for (;;) {
+    if (shared->stopping) return;
+    if (!shared->timers.empty() && shared->timers.begin()->first <= Clock::now()) {
+      Job job = std::move(shared->timers.begin()->second.second);
+      shared->timer_ids.erase(shared->timers.begin()->second.first);
+      shared->timers.erase(shared->timers.begin());
+      lock.unlock();
+      job();
+      job = nullptr;
+      lock.lock();
+      continue;
+    }
     if (shared->timers.empty()) {
-      shared->wake.wait(lock);
+      shared->timer_wake.wait(lock);
     } else {
-      shared->wake.wait_until(lock, shared->timers.begin()->first);
+      shared->timer_wake.wait_until(lock, shared->timers.begin()->first);
     }
   }
 }

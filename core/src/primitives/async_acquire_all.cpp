@@ -77,7 +77,10 @@ class AsyncAcquireAll final : public AsyncOperation, public std::enable_shared_f
       }
       case Step::Kind::pause: {
         std::lock_guard lock(mutex_);
-        timer_ = core_->io_threads().at(Clock::now() + step.pause, [self = shared_from_this()] { self->after_pause(); });
+        // The timer thread only posts: the next key's start is a job for an I/O thread.
+        timer_ = core_->io_threads().at(Clock::now() + step.pause, [self = shared_from_this()] {
+          self->core_->io_threads().post([self] { self->after_pause(); });
+        });
         return;
       }
       case Step::Kind::done:

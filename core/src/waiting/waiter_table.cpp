@@ -215,16 +215,20 @@ void WaiterTable::Ticket::sleep_async(std::function<void()> wake) {
   run_all(call);
 }
 
-void WaiterTable::Ticket::expire() {
+bool WaiterTable::Ticket::expire() {
   std::vector<std::function<void()>> call;
+  bool out_of_reach = false;
   {
     std::lock_guard guard(state_->mutex);
     Waiter& self = *self_;
-    if (!self.wake) return;  // not asleep, or already woken
-    self.expired = true;
-    self.rouse(call);        // unless an offer is in flight: its grant or decline wakes it
+    if (self.wake) {         // else not asleep, or already woken
+      self.expired = true;
+      self.rouse(call);      // unless an offer is in flight: its grant or decline wakes it
+    }
+    out_of_reach = !self.offered && !self.granted;
   }
   run_all(call);
+  return out_of_reach;
 }
 
 std::optional<WaiterTable::DirectGrant> WaiterTable::Ticket::woken() {

@@ -24,11 +24,15 @@
 //   asio::system_error(asio::error::operation_aborted), holding nothing (a
 //   grant that raced the cancellation is released first).
 
+#include <algorithm>
 #include <concepts>
 #include <exception>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
 #include <ranges>
 #include <stop_token>
 #include <string>
@@ -43,6 +47,10 @@
 #include <asio/detail/thread_context.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/error.hpp>
+#include <asio/query.hpp>
+#include <asio/system_executor.hpp>
+#include <asio/execution.hpp>
+#include <asio/execution_context.hpp>
 #include <asio/any_io_executor.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/this_coro.hpp>
@@ -55,16 +63,198 @@
 namespace dlock {
 namespace detail {
 
-// One operation's handler and the work that keeps its executor running
-// until it is called; shared, so that AsyncDone (copyable) can carry a
-// move-only handler.
-template <typename Handler>
-struct AsioCompletion {
-  using Executor = asio::associated_executor_t<Handler>;
-  AsioCompletion(Handler h) : handler(std::move(h)), work(asio::make_work_guard(asio::get_associated_executor(handler))) {}
-  Handler handler;
-  asio::executor_work_guard<Executor> work;
+// Whether an execution context still runs: dlock's threads complete
+// operations and drop work only while it does, under `mutex`, so that a
+// context shut down (an io_context destroyed with waits pending) is never
+// touched again from them.
+struct ContextLife {
+  std::mutex mutex;
+  bool alive = true;  // guarded by mutex
 };
+
+// The dlock operations pending on one execution context. Its shutdown (the
+// context's destruction) marks the context gone, then destroys their
+// handlers while it still exists (a coroutine's frame with its handler, as
+// Asio's own operations do) and cancels them: a grant that comes later is
+// released on dlock's thread instead of being posted to a context that is gone.
+class PendingOperations final : public asio::execution_context::service {
+ public:
+  struct Entry {
+    virtual ~Entry() = default;
+    virtual void abandon() = 0;
+  };
+
+  inline static asio::execution_context::id id;
+
+  explicit PendingOperations(asio::execution_context& context)
+      : asio::execution_context::service(context), life_(std::make_shared<ContextLife>()) {}
+
+  const std::shared_ptr<ContextLife>& life() const { return life_; }
+
+  void add(const std::shared_ptr<Entry>& entry) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!shut_down_) {
+        // Finished operations' entries are pruned as the list doubles: amortised O(1) per add.
+        if (entries_.size() >= prune_at_) {
+          std::erase_if(entries_, [](const std::weak_ptr<Entry>& e) { return e.expired(); });
+          prune_at_ = std::max<std::size_t>(64, entries_.size() * 2);
+        }
+        entries_.push_back(entry);
+        return;
+      }
+    }
+    entry->abandon();
+  }
+
+  template <typename Executor>
+  static PendingOperations& of(const Executor& executor) {
+    if constexpr (asio::can_query<const Executor&, asio::execution::context_t>::value) {
+      return asio::use_service<PendingOperations>(asio::query(executor, asio::execution::context));
+    } else if constexpr (requires { executor.context(); }) {
+      return asio::use_service<PendingOperations>(executor.context());
+    } else {
+      // An executor of no context (use_future's runs the handler where it is completed): the program's.
+      return asio::use_service<PendingOperations>(asio::system_executor().context());
+    }
+  }
+
+ private:
+  void shutdown() override {
+    std::vector<std::weak_ptr<Entry>> entries;
+    {
+      std::lock_guard lock(mutex_);
+      shut_down_ = true;
+      entries.swap(entries_);
+    }
+    {
+      std::lock_guard lock(life_->mutex);
+      life_->alive = false;
+    }
+    for (const std::weak_ptr<Entry>& weak : entries) {
+      if (std::shared_ptr<Entry> entry = weak.lock()) entry->abandon();
+    }
+  }
+
+  const std::shared_ptr<ContextLife> life_;
+  std::mutex mutex_;
+  std::vector<std::weak_ptr<Entry>> entries_;  // guarded by mutex_
+  std::size_t prune_at_ = 64;                  // guarded by mutex_
+  bool shut_down_ = false;                     // guarded by mutex_
+};
+
+// Work on an executor that any thread may drop, but never once its context
+// shut down (then there is nobody left to tell).
+template <typename Executor>
+class ContextWork {
+ public:
+  ContextWork(std::shared_ptr<ContextLife> life, const Executor& executor) : life_(std::move(life)) {
+    new (&slot_.work) Work(asio::make_work_guard(executor));
+  }
+  ContextWork(const ContextWork&) = delete;
+  ContextWork& operator=(const ContextWork&) = delete;
+  ~ContextWork() { drop(); }
+
+  void drop() {
+    std::lock_guard lock(life_->mutex);
+    if (!owned_) return;
+    owned_ = false;
+    if (life_->alive) slot_.work.~Work();
+  }
+
+ private:
+  using Work = asio::executor_work_guard<Executor>;
+  union Slot {
+    Slot() {}
+    ~Slot() {}
+    Work work;
+  };
+  const std::shared_ptr<ContextLife> life_;
+  Slot slot_;
+  bool owned_ = true;  // guarded by life_->mutex
+};
+
+// One operation's handler, kept until it is called on its executor, or
+// destroyed by the context's shutdown; with work on that executor until the
+// operation is over (the last reference to this goes then).
+template <typename Handler>
+class AsioCompletion final : public PendingOperations::Entry,
+                             public std::enable_shared_from_this<AsioCompletion<Handler>> {
+ public:
+  using Executor = asio::associated_executor_t<Handler>;
+
+  explicit AsioCompletion(Handler handler)
+      : executor_(asio::get_associated_executor(handler)),
+        registry_(PendingOperations::of(executor_)),
+        work_(registry_.life(), executor_),
+        handler_(std::move(handler)) {}
+
+  // Registered once shared, so that the context's shutdown can find it.
+  void enter() { registry_.add(this->shared_from_this()); }
+
+  void watch(std::shared_ptr<AsyncOperation> operation) {
+    bool gone = false;
+    {
+      std::lock_guard lock(registry_.life()->mutex);
+      gone = !handler_;
+      if (!gone) operation_ = operation;
+    }
+    if (gone) operation->cancel();
+  }
+
+  // From a dlock thread: the handler's call is posted to its executor; with
+  // the context gone, `args` (a guard) are dropped here instead: released.
+  template <typename... Args>
+  void complete(Args... args) {
+    const std::shared_ptr<ContextLife>& life = registry_.life();
+    std::lock_guard lock(life->mutex);
+    if (!life->alive || !handler_) return;
+    asio::post(executor_, [self = this->shared_from_this(), ... args = std::move(args)]() mutable {
+      self->invoke(std::move(args)...);
+    });
+  }
+
+  void abandon() override {
+    std::optional<Handler> handler;
+    std::shared_ptr<AsyncOperation> operation;
+    {
+      std::lock_guard lock(registry_.life()->mutex);
+      if (handler_) handler.emplace(std::move(*handler_));
+      handler_.reset();
+      operation = std::move(operation_);
+    }
+    if (operation) operation->cancel();
+    // The handler (a coroutine's frame with it) is destroyed here, while the context still exists.
+  }
+
+ private:
+  template <typename... Args>
+  void invoke(Args&&... args) {
+    std::optional<Handler> handler;
+    {
+      std::lock_guard lock(registry_.life()->mutex);
+      if (handler_) handler.emplace(std::move(*handler_));
+      handler_.reset();
+      operation_.reset();
+    }
+    if (!handler) return;
+    asio::get_associated_cancellation_slot(*handler).clear();
+    std::move (*handler)(std::forward<Args>(args)...);
+  }
+
+  const Executor executor_;
+  PendingOperations& registry_;  // used while the context lives (complete() checks)
+  ContextWork<Executor> work_;
+  std::optional<Handler> handler_;             // guarded by registry_.life()->mutex
+  std::shared_ptr<AsyncOperation> operation_;  // guarded by registry_.life()->mutex
+};
+
+template <typename Handler>
+std::shared_ptr<AsioCompletion<Handler>> make_completion(Handler handler) {
+  auto completion = std::make_shared<AsioCompletion<Handler>>(std::move(handler));
+  completion->enter();
+  return completion;
+}
 
 // Starts `start` (which takes a std::function<void(std::exception_ptr, Result, bool cancelled)>: an
 // AsyncDone, an AsyncSetDone) as an Asio operation of signature void(std::exception_ptr, Result).
@@ -72,21 +262,17 @@ template <typename Result, typename Start, typename CompletionToken>
 auto async_dlock_operation(Start start, CompletionToken&& token) {
   return asio::async_initiate<CompletionToken, void(std::exception_ptr, Result)>(
       [](auto handler, Start start) {
-        using Handler = decltype(handler);
         auto slot = asio::get_associated_cancellation_slot(handler);
-        auto completion = std::make_shared<AsioCompletion<Handler>>(std::move(handler));
+        auto completion = make_completion(std::move(handler));
         std::function<void(std::exception_ptr, Result, bool)> done =
             [completion](std::exception_ptr error, Result guard, bool cancelled) {
               if (cancelled) error = std::make_exception_ptr(asio::system_error(asio::error::operation_aborted));
-              auto executor = completion->work.get_executor();
-              asio::post(executor, [completion, error, guard = std::move(guard)]() mutable {
-                asio::get_associated_cancellation_slot(completion->handler).clear();
-                auto work = std::move(completion->work);
-                std::move(completion->handler)(error, std::move(guard));
-              });
+              completion->complete(error, std::move(guard));
             };
         std::shared_ptr<AsyncOperation> operation = start(std::move(done));
-        if (slot.is_connected() && operation) {
+        if (!operation) return;
+        completion->watch(operation);
+        if (slot.is_connected()) {
           slot.assign([operation](asio::cancellation_type type) {
             if (type != asio::cancellation_type::none) operation->cancel();
           });
@@ -196,16 +382,9 @@ template <typename CompletionToken>
 auto async_unlock(LockGuard&& guard, CompletionToken&& token) {
   return asio::async_initiate<CompletionToken, void(std::exception_ptr)>(
       [](auto handler, LockGuard guard) {
-        using Handler = decltype(handler);
-        auto completion = std::make_shared<detail::AsioCompletion<Handler>>(std::move(handler));
+        auto completion = detail::make_completion(std::move(handler));
         // The release's round trip runs on dlock's I/O threads (an empty guard's "release" at once).
-        guard.release_elsewhere([completion](std::exception_ptr error) {
-          auto executor = completion->work.get_executor();
-          asio::post(executor, [completion, error]() mutable {
-            auto work = std::move(completion->work);
-            std::move(completion->handler)(error);
-          });
-        });
+        guard.release_elsewhere([completion](std::exception_ptr error) { completion->complete(error); });
       },
       token, std::move(guard));
 }
@@ -267,7 +446,8 @@ class CoBlockGuard {
   CoBlockGuard(const CoBlockGuard&) = delete;
   CoBlockGuard& operator=(const CoBlockGuard&) = delete;
   ~CoBlockGuard() {
-    guard_.release_elsewhere(nullptr, std::make_shared<asio::executor_work_guard<asio::any_io_executor>>(executor_));
+    guard_.release_elsewhere(nullptr, std::make_shared<ContextWork<asio::any_io_executor>>(
+                                          PendingOperations::of(executor_).life(), executor_));
   }
   LockGuard& guard() { return guard_; }
   explicit operator bool() const { return static_cast<bool>(guard_); }

@@ -1,10 +1,13 @@
 #pragma once
 // dlock's own threads for the async API: a fixed few that run its Redis
 // round trips (each a blocking call on one of them, never on the caller's
-// executor) and its timers (a wait's end, a nap in line). A waiting async
-// acquisition holds no thread: it is a timer and a place in the waiter
-// table. Started at the first post; joined when the service goes (a job
-// keeps its acquisition, and so the service's core, alive until it ran).
+// executor), and one more for its timers (a wait's end, a nap in line),
+// which never waits for Redis: a timer's job must be quick and never block
+// (it posts what needs a round trip), so a deadline or a cancellation is
+// kept even while every I/O thread waits on a frozen server. A waiting
+// async acquisition holds no thread: it is a timer and a place in the
+// waiter table. Started at the first post; joined when the service goes (a
+// job keeps its acquisition, and so the service's core, alive until it ran).
 
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 #include <deque>
 
@@ -32,8 +36,9 @@ class IoThreads {
 
   // Runs `job` on one of the threads, as soon as one is free.
   void post(Job job);
-  // Runs `job` on one of the threads at `when` (or soon after). The returned
-  // number cancels it (cancel() returns false once it started or ran).
+  // Runs `job` on the timer thread at `when` (or soon after): it must be
+  // quick and must not block. The returned number cancels it (cancel()
+  // returns false once it started or ran).
   std::uint64_t at(Clock::time_point when, Job job);
   bool cancel(std::uint64_t timer);
 
@@ -48,11 +53,15 @@ class IoThreads {
     std::mutex mutex;
     std::condition_variable wake;
     std::deque<Job> ready;                                                  // guarded by mutex
-    std::multimap<Clock::time_point, std::pair<std::uint64_t, Job>> timers;  // guarded by mutex
-    std::uint64_t next_timer = 1;                                           // guarded by mutex
-    bool stopping = false;                                                  // guarded by mutex
+    using Timers = std::multimap<Clock::time_point, std::pair<std::uint64_t, Job>>;
+    Timers timers;                                                  // guarded by mutex
+    std::unordered_map<std::uint64_t, Timers::iterator> timer_ids;  // guarded by mutex: cancel() without a scan
+    std::condition_variable timer_wake;
+    std::uint64_t next_timer = 1;                                   // guarded by mutex
+    bool stopping = false;                                          // guarded by mutex
   };
   static void run(const std::shared_ptr<Shared>& shared);
+  static void run_timers(const std::shared_ptr<Shared>& shared);
   void start_locked();
 
   const std::size_t count_;

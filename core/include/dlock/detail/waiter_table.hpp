@@ -69,8 +69,11 @@ class WaiterTable {
     // settled first). The waiter then collects with woken(). `wake` must not
     // call back into this ticket (it is called with nothing locked; post).
     void sleep_async(std::function<void()> wake);
-    // Ends an async sleep now, unless an offer is in flight (then when it is settled).
-    void expire();
+    // Ends an async sleep now, unless an offer is in flight (then when it is
+    // settled). True iff the lock can no longer reach this waiter by a
+    // hand-off: none was granted and none is in flight (an awake waiter is
+    // never offered one).
+    bool expire();
     // After an async sleep's wake: the lock if it was handed over, and the waiter awake again.
     std::optional<DirectGrant> woken();
 
