@@ -14,6 +14,8 @@ struct Target {
   int port = 0;
   bool quick = false;
   std::string self_path;  // this binary, to start worker processes
+  double async_seconds = 0;  // the async part's workloads A and B, each run; 0: its default (5 s, --quick 1 s)
+  int async_waiters = 0;     // the async part's workload C; 0: its default (10,000, --quick 1,000)
 
   // A quiet config for services under test.
   dlock::Config config() const {
@@ -49,8 +51,11 @@ bool run_watchdog_scale(Report& report, const Target& target);
 bool run_many_keys(Report& report, const Target& target);
 bool run_peers(Report& report, const Target& target);
 bool run_tls(Report& report, const Target& target);  // starts servers of its own, TLS and plaintext
+bool run_async(Report& report, const Target& target, const Floors& floors);  // the async API (<dlock/asio.hpp>): coroutines on one io thread
 
 // The body of a contention worker process (started by run_contention).
 int contention_worker_main(int argc, char** argv);
+// The second process of the async part's workload B (started by run_async).
+int async_contender_main(int argc, char** argv);
 
 }  // namespace bench

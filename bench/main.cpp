@@ -1,6 +1,7 @@
 // dlock-bench: dlock against the Redis round-trip floor, in one run.
 //
 //   dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] [--only PART]
+//               [--async-seconds S] [--async-waiters N]
 //   dlock-bench --cycles CLIENT [--seconds S] [--redis HOST:PORT]
 //   dlock-bench --cycles CLIENT --count N [--threads T] [--redis HOST:PORT]
 //
@@ -27,6 +28,7 @@
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--worker") == 0) return bench::contention_worker_main(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "--async-contender") == 0) return bench::async_contender_main(argc, argv);
 
   bench::Target target;
   std::string json_path, redis_address, only, cycles_client;
@@ -43,6 +45,10 @@ int main(int argc, char** argv) {
       cycles_count = std::atoll(argv[++i]);
     } else if (arg == "--threads" && i + 1 < argc) {
       cycles_threads = std::atoi(argv[++i]);
+    } else if (arg == "--async-seconds" && i + 1 < argc) {
+      target.async_seconds = std::atof(argv[++i]);
+    } else if (arg == "--async-waiters" && i + 1 < argc) {
+      target.async_waiters = std::atoi(argv[++i]);
     } else if (arg == "--quick") {
       target.quick = true;
     } else if (arg == "--json" && i + 1 < argc) {
@@ -53,7 +59,8 @@ int main(int argc, char** argv) {
       redis_address = argv[++i];
     } else {
       std::cerr << "usage: dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] "
-                   "[--only uncontended|server|contention|watchdog|many-keys|peers|tls]\n"
+                   "[--only uncontended|server|contention|watchdog|many-keys|peers|tls|async]\n"
+                   "                   [--async-seconds S] [--async-waiters N]\n"
                    "       dlock-bench --cycles dlock|ideal|minimal-pair|bare [--seconds S] [--redis HOST:PORT]\n"
                    "       dlock-bench --cycles CLIENT --count N [--threads T] [--redis HOST:PORT]\n";
       return 64;
@@ -61,6 +68,10 @@ int main(int argc, char** argv) {
   }
   if (cycles_count < 0 || cycles_threads < 1) {
     std::cerr << "dlock-bench: --count wants a number of cycles, --threads a number of threads\n";
+    return 64;
+  }
+  if (target.async_seconds < 0 || target.async_waiters < 0) {
+    std::cerr << "dlock-bench: --async-seconds wants a number of seconds, --async-waiters a number of coroutines\n";
     return 64;
   }
   if (!(cycles_seconds > 0)) {
@@ -110,6 +121,7 @@ int main(int argc, char** argv) {
     if (wanted("many-keys")) ok &= bench::run_many_keys(report, target);
     if (wanted("peers")) ok &= bench::run_peers(report, target);
     if (wanted("tls")) ok &= bench::run_tls(report, target);
+    if (wanted("async")) ok &= bench::run_async(report, target, floors);
   } catch (const std::exception& e) {
     std::cerr << "benchmark failed: " << e.what() << "\n";
     return 1;
