@@ -420,3 +420,76 @@ TEST_CASE("async break2: async semaphore and write waits time out near their dea
   CHECK(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{fsem}:semaphore:queue"}) == "0"; }, 10s));
   CHECK(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{frw}:rw:queue"}) == "0"; }, 10s));
 }
+
+// ---------------------------------------------------------------------------
+// async_lock_all cancelled around a restart: its first key's fixed lease runs
+// out while it waits for the second, so taking the second starts the set
+// again (release, pause, take again); the cancellation lands before, during or
+// after that pause.
+
+TEST_CASE("async break2: async_lock_all cancelled around its restart completes once and holds nothing",
+          "[async][break2][multi][cancel]") {
+  dlock::test::RedisServer redis;
+  auto holder_service = dlock::test::make_service(redis, long_turns);
+  auto service = dlock::test::make_service(redis, long_turns);
+  std::mt19937 random(777);
+  constexpr int kRounds = 12;
+  int aborted = 0, had = 0, bad = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string a = "rs-a-" + std::to_string(round);
+    const std::string b = "rs-b-" + std::to_string(round);
+    dlock::LockGuard holder = holder_service->lock(b, {.lease = 60s});
+    asio::io_context io;
+    asio::cancellation_signal signal;
+    std::atomic<int> calls{0};
+    std::exception_ptr error;
+    dlock::MultiLockGuard set_guard;
+    std::string held_when_told;
+    const std::vector<std::string> keys{a, b};
+    dlock::async_lock_all(*service, keys, {.wait = 10s, .lease = 300ms},
+                          asio::bind_cancellation_slot(
+                              signal.slot(), asio::bind_executor(io, [&](std::exception_ptr e, dlock::MultiLockGuard g) {
+                                if (calls.fetch_add(1) != 0) return;
+                                if (e) held_when_told = redis.run({"HKEYS", "dlock:{" + a + "}"}) + "|" +
+                                                        redis.run({"HKEYS", "dlock:{" + b + "}"});
+                                error = e;
+                                set_guard = std::move(g);
+                              })));
+    std::thread runner([&] { io.run(); });
+    REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{" + b + "}:queue"}) == "1"; }));
+    std::this_thread::sleep_for(400ms);  // the first key's lease (300 ms) ran out
+    holder.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 25000));
+    asio::post(io, [&] { signal.emit(asio::cancellation_type::terminal); });
+    std::atomic<bool> ran_out{false};
+    std::thread watchdog([&] {
+      if (!dlock::test::eventually([&] { return io.stopped(); }, 20s)) {
+        ran_out = true;
+        io.stop();
+      }
+    });
+    runner.join();
+    watchdog.join();
+    CHECK_FALSE(ran_out.load());
+    CHECK(calls.load() == 1);
+    if (is_aborted(error)) {
+      ++aborted;
+      if (held_when_told != "|") {
+        ++bad;
+        UNSCOPED_INFO("round " << round << ": cancelled while Redis held " << held_when_told);
+      }
+    } else if (!error) {
+      ++had;
+      set_guard.unlock();
+    } else {
+      ++bad;
+      UNSCOPED_INFO("round " << round << ": " << what_of(error));
+    }
+    for (const std::string& key : keys) {
+      CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{" + key + "}"}) == "0"; }, 5s));
+      CHECK(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{" + key + "}:queue"}) == "0"; }, 5s));
+    }
+  }
+  INFO("aborted " << aborted << ", had " << had);
+  CHECK(bad == 0);
+}
