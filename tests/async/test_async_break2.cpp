@@ -211,6 +211,27 @@ TEST_CASE("async break2: an io_context destroyed with a strand-bound wait pendin
   holder.unlock();
 }
 
+TEST_CASE("async break2: an io_context destroyed while a try is in flight is not touched when the try returns",
+          "[async][break2][asan]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis, long_turns);
+  std::atomic<int> called{0};
+  {
+    Thaw thaw{redis};
+    asio::io_context io;
+    redis.freeze();
+    // The first try of each waits on the frozen server (command timeout 1 s): running, not idle.
+    dlock::async_lock(*service, "inflight-gone", {.wait = 30s},
+                      asio::bind_executor(io, [&](std::exception_ptr, dlock::LockGuard) { called.fetch_add(1); }));
+    std::this_thread::sleep_for(200ms);
+  }  // shutdown: the operation is cancelled (a flag: its try is in flight) and its handler destroyed
+  // The server answers within the command timeout: the try's grant is given back, the completion told, and
+  // every PendingOperations/ContextLife it reaches must still exist. Thawed by `thaw` above.
+  std::this_thread::sleep_for(1500ms);
+  CHECK(called.load() == 0);
+  CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{inflight-gone}"}) == "0"; }, 5s));
+}
+
 // ---------------------------------------------------------------------------
 // Exactly one completion per started operation while a cancellation, the
 // deadline and an in-process hand-off race; nobody told "cancelled" or
