@@ -232,6 +232,33 @@ TEST_CASE("async break2: an io_context destroyed while a try is in flight is not
   CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{inflight-gone}"}) == "0"; }, 5s));
 }
 
+// The timer thread waits until its earliest timer's time, read through a
+// reference into the timer map; cancelling that timer erases the node it reads
+// when it wakes. (Needs ASan to see: build-asan.)
+TEST_CASE("async break2: cancelling the earliest timer while the timer thread waits for it",
+          "[async][break2][asan]") {
+  dlock::test::RedisServer redis;
+  auto holder_service = dlock::test::make_service(redis, long_turns);
+  auto service = dlock::test::make_service(redis, long_turns);
+  dlock::LockGuard holder = holder_service->lock("earliest", {.lease = 60s});
+  asio::io_context io;
+  asio::cancellation_signal signal;
+  std::atomic<int> called{0};
+  // The only wait: its deadline (20 s) and its nap are the only timers; the timer thread waits for the nap.
+  dlock::async_lock(*service, "earliest", {.wait = 20s},
+                    asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(io, [&](std::exception_ptr e, dlock::LockGuard) {
+                      CHECK(is_aborted(e));
+                      called.fetch_add(1);
+                    })));
+  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{earliest}:queue"}) == "1"; }));
+  std::this_thread::sleep_for(300ms);
+  signal.emit(asio::cancellation_type::terminal);  // both timers erased by id
+  io.run();
+  // A new timer wakes the timer thread, which then reads the erased node's time.
+  CHECK_THROWS_AS(dlock::async_lock(*service, "earliest", {.wait = 300ms}, asio::use_future).get(), dlock::LockTimeoutError);
+  CHECK(called.load() == 1);
+}
+
 // ---------------------------------------------------------------------------
 // Exactly one completion per started operation while a cancellation, the
 // deadline and an in-process hand-off race; nobody told "cancelled" or
