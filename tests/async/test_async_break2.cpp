@@ -3,6 +3,14 @@
 // primitives/async_acquire_all.cpp, <dlock/asio.hpp>): what runs on the timer
 // thread and on the cancelling thread, completions counted under cancellation
 // racing the deadline racing a hand-off, executors whose context goes away.
+//
+// FAILING in build/ (RelWithDebInfo): the two async_lock_all cases (a key's
+// verdict runs the set's release on the timer thread / inside cancel()).
+// FAILING under ASan (build-asan) only: 'an io_context destroyed while a try is
+// in flight...' (heap-use-after-free, asio.hpp complete() reads the destroyed
+// PendingOperations), 'cancelling the earliest timer...' and the strand case
+// (heap-use-after-free in IoThreads::run_timers; the strand's own use after
+// free, ~strand_impl locking the destroyed strand service, is behind it).
 #include <catch2/catch.hpp>
 
 #include <asio/bind_cancellation_slot.hpp>
