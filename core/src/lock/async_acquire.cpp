@@ -137,14 +137,15 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
     std::unique_lock lock(mutex_);
     if (state_ != State::asleep || sleeps_ != sleep) return;
     timer_.reset();
-    if (!finished_ && Clock::now() >= acquisition_->deadline()) return finish_idle(lock, verdict_locked(), false);
-    if (WaiterTable::Ticket& ticket = acquisition_->ticket_ref()) {
-      ticket.expire();  // an offer in flight is settled first, then the wake comes (none if it came already)
-    } else {
-      // Also when finish_idle() could not take this timer back: the settling is owed from here.
+    WaiterTable::Ticket& ticket = acquisition_->ticket_ref();
+    if (!ticket) {
+      // Out of line, this timer is the sleep's only end: after_sleep() takes the next step, or settles a
+      // verdict (given below, or by a finish_idle() that could not take this timer back).
       state_ = State::woken;
       core_->io_threads().post([self = shared_from_this()] { self->after_sleep(); });
     }
+    if (!finished_ && Clock::now() >= acquisition_->deadline()) return finish_idle(lock, verdict_locked(), false);
+    if (ticket) ticket.expire();  // an offer in flight is settled first, then the wake comes (none if it came already)
   }
 
   // On the timer thread, when the wait runs out.

@@ -114,7 +114,9 @@ void IoThreads::run_timers(const std::shared_ptr<Shared>& shared) {
     if (shared->timers.empty()) {
       shared->timer_wake.wait(lock);
     } else {
-      shared->timer_wake.wait_until(lock, shared->timers.begin()->first);
+      // A copy: cancel() may erase that timer while this thread waits for it.
+      const Clock::time_point next = shared->timers.begin()->first;
+      shared->timer_wake.wait_until(lock, next);
     }
   }
 }

@@ -1,7 +1,10 @@
 // async_lock_all: lock_all's steps (set_acquisition.hpp) driven on dlock's I/O
 // threads, each key taken by an async acquisition (async_acquire.cpp), the
 // pause before a set starts again a timer. One key's acquisition is in
-// flight at a time, so the steps are never run by two threads at once.
+// flight at a time, and every step (a key's outcome, the pause's end, a
+// cancellation's release of the keys taken) is a job posted to an I/O
+// thread: the steps are never run by two threads at once, and never on the
+// timer thread or a cancelling caller's thread (releasing keys is a round trip).
 #include <mutex>
 #include <optional>
 
@@ -42,7 +45,8 @@ class AsyncAcquireAll final : public AsyncOperation, public std::enable_shared_f
         core_->io_threads().post([self = shared_from_this()] { self->finish_cancelled(); });
       }
     }
-    // Waiting for a key: that acquisition completes cancelled (a grant that raced it given back).
+    // Waiting for a key: that acquisition completes cancelled (a grant that raced it given back), and
+    // its completion, posted, ends the set. Outside mutex_: the key may complete on this very thread.
     if (key_in_flight) key_in_flight->cancel();
   }
 
@@ -66,13 +70,23 @@ class AsyncAcquireAll final : public AsyncOperation, public std::enable_shared_f
       case Step::Kind::take: {
         const std::shared_ptr<AsyncAcquireAll> self = shared_from_this();
         AsyncRequest request{AsyncRequest::Kind::lock, *step.key, step.options, true};
-        std::shared_ptr<AsyncOperation> key = core_->acquire_async(
-            std::move(request),
-            [self](std::exception_ptr error, LockGuard guard, bool cancelled) { self->on_key(error, std::move(guard), cancelled); });
-        std::lock_guard lock(mutex_);
-        // cancel() came while this key was being asked for: it found nothing in flight to cancel.
-        if (cancelled_) key->cancel();
-        current_ = std::move(key);
+        std::shared_ptr<AsyncOperation> key;
+        bool cancelled = false;
+        {
+          // Started under mutex_ (acquire_async only posts its start): its outcome, a job that takes
+          // mutex_ to clear current_, cannot come before current_ names it.
+          std::lock_guard lock(mutex_);
+          key = core_->acquire_async(std::move(request), [self](std::exception_ptr error, LockGuard guard,
+                                                                bool cancelled) {
+            // A key's outcome may be told on the timer thread or a cancelling thread: the set's step runs on an I/O thread.
+            auto held = std::make_shared<LockGuard>(std::move(guard));
+            self->core_->io_threads().post([self, error, held, cancelled] { self->on_key(error, std::move(*held), cancelled); });
+          });
+          current_ = key;
+          // cancel() came while this key was being asked for: it found nothing in flight to cancel.
+          cancelled = cancelled_;
+        }
+        if (cancelled) key->cancel();
         return;
       }
       case Step::Kind::pause: {

@@ -143,36 +143,59 @@ class PendingOperations final : public asio::execution_context::service {
   bool shut_down_ = false;                     // guarded by mutex_
 };
 
-// Work on an executor that any thread may drop, but never once its context
-// shut down (then there is nobody left to tell).
-template <typename Executor>
-class ContextWork {
+// A value bound to an execution context (work on it, one of its executors,
+// a handler that runs on it) that any thread may drop, but that is destroyed
+// only while the context lives: once it shut down there is nobody left to
+// tell, and a strand's destructor would lock a mutex freed with it (what is
+// not destroyed then owns nothing the program still needs).
+template <typename T>
+class WhileAlive {
  public:
-  ContextWork(std::shared_ptr<ContextLife> life, const Executor& executor) : life_(std::move(life)) {
-    new (&slot_.work) Work(asio::make_work_guard(executor));
+  template <typename... Args>
+  explicit WhileAlive(std::shared_ptr<ContextLife> life, Args&&... args) : life_(std::move(life)) {
+    new (&slot_.value) T(std::forward<Args>(args)...);
   }
-  ContextWork(const ContextWork&) = delete;
-  ContextWork& operator=(const ContextWork&) = delete;
-  ~ContextWork() { drop(); }
-
-  void drop() {
+  WhileAlive(const WhileAlive&) = delete;
+  WhileAlive& operator=(const WhileAlive&) = delete;
+  ~WhileAlive() {
     std::lock_guard lock(life_->mutex);
-    if (!owned_) return;
-    owned_ = false;
-    if (life_->alive) slot_.work.~Work();
+    drop_locked();
+  }
+
+  // The rest with life()->mutex held.
+  bool held_locked() const { return held_; }
+  T& get_locked() { return slot_.value; }
+  T take_locked() {
+    T taken(std::move(slot_.value));
+    drop_locked();
+    return taken;
+  }
+  void drop_locked() {
+    if (!held_) return;
+    held_ = false;
+    if (life_->alive) slot_.value.~T();
   }
 
  private:
-  using Work = asio::executor_work_guard<Executor>;
   union Slot {
     Slot() {}
     ~Slot() {}
-    Work work;
+    T value;
   };
   const std::shared_ptr<ContextLife> life_;
   Slot slot_;
-  bool owned_ = true;  // guarded by life_->mutex
+  bool held_ = true;  // guarded by life_->mutex
 };
+
+// Work on an executor, kept until dropped (CO_WITH_DISTRIBUTED_LOCK's release keeps one).
+template <typename Executor>
+using ContextWork = WhileAlive<asio::executor_work_guard<Executor>>;
+
+template <typename Executor>
+std::shared_ptr<ContextWork<Executor>> keep_work(const Executor& executor) {
+  return std::make_shared<ContextWork<Executor>>(PendingOperations::of(executor).life(),
+                                                 asio::make_work_guard(executor));
+}
 
 // One operation's handler, kept until it is called on its executor, or
 // destroyed by the context's shutdown; with work on that executor until the
@@ -184,19 +207,20 @@ class AsioCompletion final : public PendingOperations::Entry,
   using Executor = asio::associated_executor_t<Handler>;
 
   explicit AsioCompletion(Handler handler)
-      : executor_(asio::get_associated_executor(handler)),
-        registry_(PendingOperations::of(executor_)),
-        work_(registry_.life(), executor_),
-        handler_(std::move(handler)) {}
+      : registry_(PendingOperations::of(asio::get_associated_executor(handler))),
+        life_(registry_.life()),
+        executor_(life_, asio::get_associated_executor(handler)),
+        work_(life_, asio::make_work_guard(asio::get_associated_executor(handler))),
+        handler_(life_, std::move(handler)) {}
 
-  // Registered once shared, so that the context's shutdown can find it.
+  // Registered once shared (the context is alive: this runs in the initiating call).
   void enter() { registry_.add(this->shared_from_this()); }
 
   void watch(std::shared_ptr<AsyncOperation> operation) {
     bool gone = false;
     {
-      std::lock_guard lock(registry_.life()->mutex);
-      gone = !handler_;
+      std::lock_guard lock(life_->mutex);
+      gone = !handler_.held_locked();
       if (!gone) operation_ = operation;
     }
     if (gone) operation->cancel();
@@ -206,21 +230,20 @@ class AsioCompletion final : public PendingOperations::Entry,
   // the context gone, `args` (a guard) are dropped here instead: released.
   template <typename... Args>
   void complete(Args... args) {
-    const std::shared_ptr<ContextLife>& life = registry_.life();
-    std::lock_guard lock(life->mutex);
-    if (!life->alive || !handler_) return;
-    asio::post(executor_, [self = this->shared_from_this(), ... args = std::move(args)]() mutable {
+    std::lock_guard lock(life_->mutex);
+    if (!life_->alive || !handler_.held_locked()) return;
+    asio::post(executor_.get_locked(), [self = this->shared_from_this(), ... args = std::move(args)]() mutable {
       self->invoke(std::move(args)...);
     });
   }
 
+  // The context's shutdown (it is marked gone already).
   void abandon() override {
     std::optional<Handler> handler;
     std::shared_ptr<AsyncOperation> operation;
     {
-      std::lock_guard lock(registry_.life()->mutex);
-      if (handler_) handler.emplace(std::move(*handler_));
-      handler_.reset();
+      std::lock_guard lock(life_->mutex);
+      if (handler_.held_locked()) handler.emplace(handler_.take_locked());
       operation = std::move(operation_);
     }
     if (operation) operation->cancel();
@@ -232,9 +255,8 @@ class AsioCompletion final : public PendingOperations::Entry,
   void invoke(Args&&... args) {
     std::optional<Handler> handler;
     {
-      std::lock_guard lock(registry_.life()->mutex);
-      if (handler_) handler.emplace(std::move(*handler_));
-      handler_.reset();
+      std::lock_guard lock(life_->mutex);
+      if (handler_.held_locked()) handler.emplace(handler_.take_locked());
       operation_.reset();
     }
     if (!handler) return;
@@ -242,11 +264,12 @@ class AsioCompletion final : public PendingOperations::Entry,
     std::move (*handler)(std::forward<Args>(args)...);
   }
 
-  const Executor executor_;
-  PendingOperations& registry_;  // used while the context lives (complete() checks)
+  PendingOperations& registry_;                // used only in the initiating call
+  const std::shared_ptr<ContextLife> life_;
+  WhileAlive<Executor> executor_;
   ContextWork<Executor> work_;
-  std::optional<Handler> handler_;             // guarded by registry_.life()->mutex
-  std::shared_ptr<AsyncOperation> operation_;  // guarded by registry_.life()->mutex
+  WhileAlive<Handler> handler_;                // guarded by life_->mutex
+  std::shared_ptr<AsyncOperation> operation_;  // guarded by life_->mutex
 };
 
 template <typename Handler>
@@ -445,10 +468,7 @@ class CoBlockGuard {
   CoBlockGuard(LockGuard guard, asio::any_io_executor executor) : guard_(std::move(guard)), executor_(std::move(executor)) {}
   CoBlockGuard(const CoBlockGuard&) = delete;
   CoBlockGuard& operator=(const CoBlockGuard&) = delete;
-  ~CoBlockGuard() {
-    guard_.release_elsewhere(nullptr, std::make_shared<ContextWork<asio::any_io_executor>>(
-                                          PendingOperations::of(executor_).life(), executor_));
-  }
+  ~CoBlockGuard() { guard_.release_elsewhere(nullptr, keep_work(executor_)); }
   LockGuard& guard() { return guard_; }
   explicit operator bool() const { return static_cast<bool>(guard_); }
 
