@@ -127,13 +127,13 @@ class PendingOperations final : public asio::execution_context::service {
       shut_down_ = true;
       entries.swap(entries_);
     }
-    {
-      std::lock_guard lock(life_->mutex);
-      life_->alive = false;
-    }
+    // Abandoned while the context still counts as alive, so that what they hold of it (a strand's
+    // executor, work) is destroyed now, while the services it needs exist; then marked gone.
     for (const std::weak_ptr<Entry>& weak : entries) {
       if (std::shared_ptr<Entry> entry = weak.lock()) entry->abandon();
     }
+    std::lock_guard lock(life_->mutex);
+    life_->alive = false;
   }
 
   const std::shared_ptr<ContextLife> life_;
@@ -187,14 +187,32 @@ class WhileAlive {
   bool held_ = true;  // guarded by life_->mutex
 };
 
-// Work on an executor, kept until dropped (CO_WITH_DISTRIBUTED_LOCK's release keeps one).
 template <typename Executor>
 using ContextWork = WhileAlive<asio::executor_work_guard<Executor>>;
 
+// Work on an executor, kept until dropped (CO_WITH_DISTRIBUTED_LOCK's release
+// keeps one), or until the context's shutdown.
 template <typename Executor>
-std::shared_ptr<ContextWork<Executor>> keep_work(const Executor& executor) {
-  return std::make_shared<ContextWork<Executor>>(PendingOperations::of(executor).life(),
-                                                 asio::make_work_guard(executor));
+class KeptWork final : public PendingOperations::Entry {
+ public:
+  KeptWork(std::shared_ptr<ContextLife> life, const Executor& executor)
+      : life_(life), work_(std::move(life), asio::make_work_guard(executor)) {}
+  void abandon() override {
+    std::lock_guard lock(life_->mutex);
+    work_.drop_locked();
+  }
+
+ private:
+  const std::shared_ptr<ContextLife> life_;
+  ContextWork<Executor> work_;
+};
+
+template <typename Executor>
+std::shared_ptr<void> keep_work(const Executor& executor) {
+  PendingOperations& registry = PendingOperations::of(executor);
+  auto kept = std::make_shared<KeptWork<Executor>>(registry.life(), executor);
+  registry.add(kept);
+  return kept;
 }
 
 // One operation's handler, kept until it is called on its executor, or
@@ -237,13 +255,15 @@ class AsioCompletion final : public PendingOperations::Entry,
     });
   }
 
-  // The context's shutdown (it is marked gone already).
+  // The context's shutdown (it is marked gone just after).
   void abandon() override {
     std::optional<Handler> handler;
     std::shared_ptr<AsyncOperation> operation;
     {
       std::lock_guard lock(life_->mutex);
       if (handler_.held_locked()) handler.emplace(handler_.take_locked());
+      executor_.drop_locked();
+      work_.drop_locked();
       operation = std::move(operation_);
     }
     if (operation) operation->cancel();
