@@ -27,11 +27,16 @@
 #include <vector>
 
 #include "dlock/asio.hpp"
+#include "async_outcomes.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
+
+using dlock::test::is_aborted;
+using dlock::test::what_of;
+using dlock::test::Thaw;
 
 using Clock = std::chrono::steady_clock;
 
@@ -39,33 +44,8 @@ using Clock = std::chrono::steady_clock;
 // waiter left in line would be held up far past any bound below.
 void long_turns(dlock::Config& c) { c.lock.turn_window = 30s; }
 
-bool is_aborted(std::exception_ptr error) {
-  if (!error) return false;
-  try {
-    std::rethrow_exception(error);
-  } catch (const asio::system_error& e) {
-    return e.code() == asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
-}
 
-std::string what_of(std::exception_ptr error) {
-  if (!error) return "";
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "?";
-  }
-}
 
-// Thaws a frozen server however the test ends.
-struct Thaw {
-  dlock::test::RedisServer& redis;
-  ~Thaw() { redis.thaw(); }
-};
 
 asio::awaitable<void> wait_for_lock(dlock::RedisLockService& service, std::string key, std::atomic<int>& resumed) {
   dlock::LockGuard guard = co_await dlock::async_lock(service, key, {.wait = 30s}, asio::use_awaitable);

@@ -36,11 +36,17 @@
 #include <vector>
 
 #include "dlock/asio.hpp"
+#include "async_outcomes.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
+
+using dlock::test::is_aborted;
+using dlock::test::what_of;
+using dlock::test::Thaw;
+using dlock::test::is_timeout;
 
 using Clock = std::chrono::steady_clock;
 
@@ -52,43 +58,9 @@ void slow_commands(dlock::Config& c) {
   c.redis.command_timeout = 6s;
 }
 
-bool is_aborted(std::exception_ptr error) {
-  if (!error) return false;
-  try {
-    std::rethrow_exception(error);
-  } catch (const asio::system_error& e) {
-    return e.code() == asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
-}
 
-bool is_timeout(std::exception_ptr error) {
-  if (!error) return false;
-  try {
-    std::rethrow_exception(error);
-  } catch (const dlock::LockTimeoutError&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
 
-std::string what_of(std::exception_ptr error) {
-  if (!error) return "";
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "?";
-  }
-}
 
-struct Thaw {
-  dlock::test::RedisServer& redis;
-  ~Thaw() { redis.thaw(); }
-};
 
 long long ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
