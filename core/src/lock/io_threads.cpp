@@ -7,6 +7,27 @@ namespace dlock::detail {
 namespace {
 
 thread_local const void* current_io_threads = nullptr;
+thread_local bool orphaned_self = false;  // this thread destroyed its own IoThreads and was detached
+
+// Threads detached while they destroy the last of a service (a job held its
+// core): the process' exit waits for them (bounded), so that they never run
+// on while static objects they touch (spdlog's registry) are destroyed. Made
+// at the first start, after the service and the logging it uses: destroyed
+// before them.
+struct OrphanedThreads {
+  std::mutex mutex;
+  std::condition_variable done;
+  int running = 0;  // guarded by mutex
+  ~OrphanedThreads() {
+    std::unique_lock lock(mutex);
+    done.wait_for(lock, std::chrono::seconds(10), [this] { return running == 0; });
+  }
+};
+
+OrphanedThreads& orphaned_threads() {
+  static OrphanedThreads threads;
+  return threads;
+}
 
 }  // namespace
 
@@ -26,6 +47,11 @@ IoThreads::~IoThreads() {
   shared_->timer_wake.notify_all();
   for (std::thread& thread : threads) {
     if (thread.get_id() == std::this_thread::get_id()) {
+      {
+        std::lock_guard lock(orphaned_threads().mutex);
+        ++orphaned_threads().running;
+      }
+      orphaned_self = true;
       thread.detach();
     } else {
       thread.join();
@@ -35,6 +61,7 @@ IoThreads::~IoThreads() {
 
 void IoThreads::start_locked() {
   if (!threads_.empty() || shared_->stopping) return;
+  orphaned_threads();  // made now, so destroyed before what the service made earlier
   for (std::size_t i = 0; i < count_; ++i) {
     threads_.emplace_back([shared = shared_] { run(shared); });
   }
@@ -91,8 +118,14 @@ void IoThreads::run(const std::shared_ptr<Shared>& shared) {
       lock.lock();
       continue;
     }
-    if (shared->stopping) return;
+    if (shared->stopping) break;
     shared->wake.wait(lock);
+  }
+  lock.unlock();
+  if (orphaned_self) {
+    std::lock_guard orphans(orphaned_threads().mutex);
+    --orphaned_threads().running;
+    orphaned_threads().done.notify_all();
   }
 }
 
@@ -100,7 +133,7 @@ void IoThreads::run_timers(const std::shared_ptr<Shared>& shared) {
   current_io_threads = shared.get();
   std::unique_lock lock(shared->mutex);
   for (;;) {
-    if (shared->stopping) return;
+    if (shared->stopping) break;
     if (!shared->timers.empty() && shared->timers.begin()->first <= Clock::now()) {
       Job job = std::move(shared->timers.begin()->second.second);
       shared->timer_ids.erase(shared->timers.begin()->second.first);
@@ -118,6 +151,12 @@ void IoThreads::run_timers(const std::shared_ptr<Shared>& shared) {
       const Clock::time_point next = shared->timers.begin()->first;
       shared->timer_wake.wait_until(lock, next);
     }
+  }
+  lock.unlock();
+  if (orphaned_self) {
+    std::lock_guard orphans(orphaned_threads().mutex);
+    --orphaned_threads().running;
+    orphaned_threads().done.notify_all();
   }
 }
 
