@@ -29,6 +29,14 @@ OrphanedThreads& orphaned_threads() {
   return threads;
 }
 
+// At the end of a thread of ours: if it was detached, the exit need wait for it no longer.
+void count_out_if_orphaned() {
+  if (!orphaned_self) return;
+  std::lock_guard lock(orphaned_threads().mutex);
+  --orphaned_threads().running;
+  orphaned_threads().done.notify_all();
+}
+
 }  // namespace
 
 IoThreads::IoThreads(std::size_t threads)
@@ -122,11 +130,7 @@ void IoThreads::run(const std::shared_ptr<Shared>& shared) {
     shared->wake.wait(lock);
   }
   lock.unlock();
-  if (orphaned_self) {
-    std::lock_guard orphans(orphaned_threads().mutex);
-    --orphaned_threads().running;
-    orphaned_threads().done.notify_all();
-  }
+  count_out_if_orphaned();
 }
 
 void IoThreads::run_timers(const std::shared_ptr<Shared>& shared) {
@@ -153,11 +157,7 @@ void IoThreads::run_timers(const std::shared_ptr<Shared>& shared) {
     }
   }
   lock.unlock();
-  if (orphaned_self) {
-    std::lock_guard orphans(orphaned_threads().mutex);
-    --orphaned_threads().running;
-    orphaned_threads().done.notify_all();
-  }
+  count_out_if_orphaned();
 }
 
 }  // namespace dlock::detail
