@@ -21,4 +21,18 @@ int run_reporting_errors(const std::function<int()>& body) {
   }
 }
 
+void FirstWorkerError::run(const std::function<void()>& body) noexcept {
+  try {
+    body();
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (!first_) first_ = std::current_exception();
+  }
+}
+
+void FirstWorkerError::rethrow_if_any() {
+  std::lock_guard lock(mutex_);
+  if (first_) std::rethrow_exception(first_);
+}
+
 }  // namespace example

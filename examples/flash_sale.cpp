@@ -67,25 +67,29 @@ std::pair<long long, long long> run_buyers(const dlock::Config& config, const Sa
 
   std::atomic<long long> next{0}, accepted{0}, refused{0};
   std::vector<std::thread> workers;
+  example::FirstWorkerError error;
   for (long long t = 0; t < threads; ++t) {
     workers.emplace_back([&] {
-      while (next.fetch_add(1) < buyers) {
-        bool bought = false;
-        if (use_lock) {
-          WITH_DISTRIBUTED_LOCK("stock:{}", sku, {.wait = std::chrono::seconds(30)}) {
+      error.run([&] {
+        while (next.fetch_add(1) < buyers) {
+          bool bought = false;
+          if (use_lock) {
+            WITH_DISTRIBUTED_LOCK("stock:{}", sku, {.wait = std::chrono::seconds(30)}) {
+              bought = buy_one(*redis, sale);
+            }
+          } else {
             bought = buy_one(*redis, sale);
           }
-        } else {
-          bought = buy_one(*redis, sale);
+          if (bought) payment.pay(*service, *redis, use_lock);  // outside the stock's lock
+          (bought ? accepted : refused).fetch_add(1);
         }
-        if (bought) payment.pay(*service, *redis, use_lock);  // outside the stock's lock
-        (bought ? accepted : refused).fetch_add(1);
-      }
+      });
     });
   }
   for (auto& worker : workers) worker.join();
   if (use_lock) std::cout << "process " << ::getpid() << " lock stats: " << dlock::format_stats(service->stats()) << std::endl;
   dlock::set_default_lock_service(nullptr);
+  error.rethrow_if_any();
   return {accepted.load(), refused.load()};
 }
 

@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include "example_errors.hpp"
+
 namespace example {
 
 namespace {
@@ -57,29 +59,33 @@ std::pair<long long, long long> place_orders(dlock::RedisLockService& service, d
   DISTRIBUTED_LOCK_SERVICE(service);
   std::atomic<long long> next{0}, filled{0}, refused{0};
   std::vector<std::thread> workers;
+  FirstWorkerError error;
   for (long long t = 0; t < threads; ++t) {
     workers.emplace_back([&, seed = std::random_device{}()] {
-      std::mt19937 random(seed);
-      while (next.fetch_add(1) < orders) {
-        std::vector<std::string> order = catalogue.skus;
-        std::shuffle(order.begin(), order.end(), random);
-        order.resize(std::min<std::size_t>(order.size(), 1 + random() % 3));
-        bool done = false;
-        if (use_lock) {
-          WITH_DISTRIBUTED_LOCKS("stock:{}", order, {.wait = std::chrono::seconds(30)}) { done = fill(redis, order); }
-        } else {
-          done = fill(redis, order);
+      error.run([&] {
+        std::mt19937 random(seed);
+        while (next.fetch_add(1) < orders) {
+          std::vector<std::string> order = catalogue.skus;
+          std::shuffle(order.begin(), order.end(), random);
+          order.resize(std::min<std::size_t>(order.size(), 1 + random() % 3));
+          bool done = false;
+          if (use_lock) {
+            WITH_DISTRIBUTED_LOCKS("stock:{}", order, {.wait = std::chrono::seconds(30)}) { done = fill(redis, order); }
+          } else {
+            done = fill(redis, order);
+          }
+          if (done) {
+            payment.pay(service, redis, use_lock);  // after the stock's locks are released
+            redis.command({"INCR", catalogue.filled_orders_key()});
+            redis.command({"INCRBY", catalogue.filled_units_key(), std::to_string(order.size())});
+          }
+          (done ? filled : refused).fetch_add(1);
         }
-        if (done) {
-          payment.pay(service, redis, use_lock);  // after the stock's locks are released
-          redis.command({"INCR", catalogue.filled_orders_key()});
-          redis.command({"INCRBY", catalogue.filled_units_key(), std::to_string(order.size())});
-        }
-        (done ? filled : refused).fetch_add(1);
-      }
+      });
     });
   }
   for (auto& worker : workers) worker.join();
+  error.rethrow_if_any();
   return {filled.load(), refused.load()};
 }
 
