@@ -93,7 +93,11 @@ void run_buyers(const dlock::Config& config, const Sale& sale, long long buyers,
   Tally tally;
   tally.buyers = buyers;
   asio::io_context io;  // run by this thread alone
-  for (long long c = 0; c < coroutines; ++c) asio::co_spawn(io, buyer(service, *redis, sale, tally), asio::detached);
+  // A buyer's error leaves io.run() (asio::detached would drop it without a word) and the process says it.
+  const auto rethrow = [](const std::exception_ptr& error) {
+    if (error) std::rethrow_exception(error);
+  };
+  for (long long c = 0; c < coroutines; ++c) asio::co_spawn(io, buyer(service, *redis, sale, tally), rethrow);
   io.run();
   if (sale.use_lock) std::cout << "process " << ::getpid() << " lock stats: " << dlock::format_stats(service->stats()) << "\n";
   std::cout << "process " << ::getpid() << ": accepted=" << tally.accepted << " refused=" << tally.refused
