@@ -62,6 +62,7 @@ extern const Script kReleaseScript;
 extern const Script kRenewScript;
 extern const Script kRenewManyScript;
 extern const Script kLeaveScript;
+extern const Script kKeepInLineScript;
 extern const Script kForceReleaseScript;
 extern const Script kRaiseFenceScript;
 

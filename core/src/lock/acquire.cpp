@@ -81,6 +81,8 @@ class LockTry final : public AcquireTry {
                " ms)";
     return why;
   }
+  // Over a Redlock each waiter renews its own place (its nodes' lines are kept by its tries, node by node).
+  std::string_view kept_key() const override { return core_.scripts_.quorum() ? std::string_view() : key_; }
   const std::string& channel() const override { return channel_; }
   const std::string& id() const override { return id_; }
   Millis lease() const override { return lease_; }

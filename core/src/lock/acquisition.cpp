@@ -70,13 +70,16 @@ Acquisition::Step Acquisition::try_once() {
   if (now >= deadline_) return {Step::Kind::not_had};
   // Never sleep past the holder's lease (a crashed holder publishes nothing)
   // nor past a third of the turn window (the place in line must be renewed).
+  // A waiter the line keeper renews sleeps to the holder's lease or its wait.
+  const bool kept = !attempt_.kept_key().empty();
   const Millis nap = last_nap_ms_ >= 0 ? Millis(last_nap_ms_ + 1) : last_nap_ms_ == -1 ? kNoLeaseRetry : Millis(1);
-  const Clock::time_point wake = std::min(now + std::min(nap, refresh_), deadline_);
+  const Clock::time_point wake = std::min(kept ? now + nap : now + std::min(nap, refresh_), deadline_);
   if (!ticket_) {
     core_.stats_.contended.fetch_add(1, std::memory_order_relaxed);
     // Unconfirmed, a waiter falls back to its timed tries, which must not stop for long.
     core_.waiters_.enter(attempt_.channel(), attempt_.id(), attempt_.lease().count(), ticket_,
-                         std::min(deadline_, Clock::now() + refresh_));
+                         std::min(deadline_, Clock::now() + refresh_), attempt_.kept_key());
+    if (kept) core_.keep_lines_soon();
     // Listening now, it hears every release from here on; one between the
     // try above and now it looks for before it sleeps. Unless the look would
     // end past the time to renew its place in line (a slow link, a slow

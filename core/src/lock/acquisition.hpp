@@ -58,6 +58,11 @@ class AcquireTry {
   // What a wait that ran out says: the primitive, who holds it, the try form.
   virtual ServiceCore::NotHad not_had(long long last_nap_ms) const = 0;
 
+  // The user key of a line the service's line keeper renews for this
+  // waiter (waiting/line_keeper.cpp), or empty: then the waiter renews its
+  // own place, waking at least every third of the turn window.
+  virtual std::string_view kept_key() const { return {}; }
+
   virtual const std::string& channel() const = 0;  // where its releases are told
   virtual const std::string& id() const = 0;       // the acquisition id
   virtual Millis lease() const = 0;
@@ -105,7 +110,7 @@ class Acquisition {
   AcquireTry& attempt_;
   const Clock::time_point called_;
   const Clock::time_point deadline_;
-  const Millis refresh_;  // a waiter re-confirms its place in line at least this often
+  const Millis refresh_;  // a waiter not kept by the line keeper re-confirms its place at least this often
   WaiterTable::Ticket ticket_;
   long long last_nap_ms_ = 0;
   std::string unacknowledged_;  // why the last grant did not count (lock.replica_acks), if it did not

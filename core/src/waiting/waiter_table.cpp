@@ -46,6 +46,7 @@ struct WaiterTable::Channel {
   bool subscribing = true;           // guarded by State::mutex
   std::condition_variable subscribed;
   Subscription subscription;         // guarded by State::mutex
+  std::string kept_key;              // guarded by State::mutex: the user key, if the line keeper renews this line
 };
 
 struct WaiterTable::State {
@@ -90,12 +91,13 @@ WaiterTable::WaiterTable(RedisExecutor& redis) : state_(std::make_shared<State>(
 WaiterTable::~WaiterTable() = default;
 
 void WaiterTable::enter(std::string_view channel_name, const std::string& owner, long long lease_ms,
-                        Ticket& ticket, std::chrono::steady_clock::time_point until) {
+                        Ticket& ticket, std::chrono::steady_clock::time_point until, std::string_view kept_key) {
   const std::string name(channel_name);
   std::unique_lock guard(state_->mutex);
   auto [it, created] = state_->channels.try_emplace(name);
   if (created) it->second = std::make_unique<Channel>(name);
   Channel* channel = it->second.get();
+  if (!kept_key.empty()) channel->kept_key = kept_key;
   channel->line.emplace_back(owner, lease_ms);
   ticket.state_ = state_;
   ticket.channel_ = channel;
@@ -127,6 +129,20 @@ void WaiterTable::enter(std::string_view channel_name, const std::string& owner,
 }
 
 void WaiterTable::notify(std::string_view channel, const std::string& owner) { state_->notify(channel, owner); }
+
+std::vector<WaiterTable::KeptLine> WaiterTable::kept_lines() const {
+  std::vector<KeptLine> lines;
+  std::lock_guard guard(state_->mutex);
+  for (const auto& [name, channel] : state_->channels) {
+    if (channel->kept_key.empty() || channel->line.empty()) continue;
+    KeptLine& line = lines.emplace_back();
+    line.key = channel->kept_key;
+    line.channel = name;
+    line.owners.reserve(channel->line.size());
+    for (const Waiter& waiter : channel->line) line.owners.push_back(waiter.owner);
+  }
+  return lines;
+}
 
 WaiterTable::Offer WaiterTable::offer(std::string_view name, const std::string& releaser) {
   Offer offer;

@@ -212,6 +212,13 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   LostNotifier notifier_;  // runs on_lost hooks on a thread of its own
   IoThreads io_threads_{2};  // the async API's; every pending operation holds this core, so none outlives it
 
+  // The line keeper (waiting/line_keeper.cpp): renews every kept line's
+  // waiters in one script per line, every third of the turn window, while any waits.
+  void keep_lines_soon();
+  void keep_lines();
+  std::mutex keeper_mutex_;
+  bool keeper_running_ = false;  // guarded by keeper_mutex_
+
   Watchdog watchdog_;  // last: its thread stops before the members it uses go
 };
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "dlock/lock_options.hpp"
 #include "dlock/redis_executor.hpp"
@@ -110,8 +111,18 @@ class WaiterTable {
   // or `until` passed (then the waiter relies on its timed retries alone,
   // which are never further apart than a third of the turn window).
   // `lease_ms` is the lease a direct grant must give it.
+  // `kept_key`, when not empty: the user key of a line the service's line
+  // keeper renews for its waiters (they need not wake to renew their place).
   void enter(std::string_view channel, const std::string& owner, long long lease_ms, Ticket& ticket,
-             std::chrono::steady_clock::time_point until);
+             std::chrono::steady_clock::time_point until, std::string_view kept_key = {});
+
+  // The lines the keeper renews now: each one's user key, channel, and its waiters' owners.
+  struct KeptLine {
+    std::string key;
+    std::string channel;
+    std::vector<std::string> owners;
+  };
+  std::vector<KeptLine> kept_lines() const;
 
   // Picks the oldest waiter of `channel` asleep in line, if any, for the
   // releasing thread (whose owner token is `releaser`) to hand the lock to.
