@@ -6,14 +6,39 @@
 
 #include <asio/use_future.hpp>
 
+#include <chrono>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dlock/asio.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
+
+namespace {
+
+// Collects the guards as the waiters are served, in whatever order, releasing each at once (the next in line
+// then gets it); returns how many were served within `limit`.
+int served_within(std::vector<std::future<dlock::LockGuard>>& waits, std::chrono::seconds limit) {
+  int served = 0;
+  std::vector<bool> taken(waits.size(), false);
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (served < static_cast<int>(waits.size()) && std::chrono::steady_clock::now() < give_up) {
+    bool any = false;
+    for (std::size_t i = 0; i < waits.size(); ++i) {
+      if (taken[i] || waits[i].wait_for(0s) != std::future_status::ready) continue;
+      taken[i] = true;
+      any = true;
+      if (dlock::LockGuard guard = waits[i].get()) ++served;
+    }
+    if (!any) std::this_thread::sleep_for(1ms);
+  }
+  return served;
+}
+
+}  // namespace
 
 TEST_CASE("line keeper: thousands of async waiters keep their places through many turn windows", "[async][keeper]") {
   dlock::test::RedisServer redis;
@@ -31,20 +56,27 @@ TEST_CASE("line keeper: thousands of async waiters keep their places through man
   std::this_thread::sleep_for(3s);
   CHECK(redis.run({"ZCARD", "dlock:{crowd}:queue"}) == std::to_string(kWaiters));
   holder.unlock();
-  // Served one at a time; each guard is released as soon as it is collected (the next in line then gets it).
-  int served = 0;
-  std::vector<bool> taken(waits.size(), false);
-  const auto give_up = std::chrono::steady_clock::now() + 120s;
-  while (served < kWaiters && std::chrono::steady_clock::now() < give_up) {
-    bool any = false;
-    for (std::size_t i = 0; i < waits.size(); ++i) {
-      if (taken[i] || waits[i].wait_for(0s) != std::future_status::ready) continue;
-      taken[i] = true;
-      any = true;
-      if (dlock::LockGuard guard = waits[i].get()) ++served;
-    }
-    if (!any) std::this_thread::sleep_for(1ms);
-  }
-  CHECK(served == kWaiters);
+  CHECK(served_within(waits, 120s) == kWaiters);
   CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{crowd}", "dlock:{crowd}:queue"}) == "0"; }));
+}
+
+TEST_CASE("line keeper: waiters dropped from the line while they slept join it again and are served when it frees",
+          "[async][keeper]") {
+  dlock::test::RedisServer redis;
+  const auto short_window = [](dlock::Config& c) { c.lock.turn_window = 600ms; };
+  auto holder_service = dlock::test::make_service(redis, short_window);
+  auto service = dlock::test::make_service(redis, short_window);
+  constexpr int kWaiters = 50;
+  // A long fixed lease: a kept waiter sleeps to the holder's lease, so one that nobody wakes waits that long.
+  dlock::LockGuard holder = holder_service->lock("dropped", {.lease = 60s});
+  std::vector<std::future<dlock::LockGuard>> waits;
+  for (int i = 0; i < kWaiters; ++i) waits.push_back(dlock::async_lock(*service, "dropped", {.wait = 90s}, asio::use_future));
+  REQUIRE(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{dropped}:queue"}) == std::to_string(kWaiters); }, 30s));
+  // What a Redis that lost the line (a failover to a replica that had not seen it) leaves: no line at all.
+  REQUIRE(redis.run({"DEL", "dlock:{dropped}:queue", "dlock:{dropped}:alive"}) == "2");
+  // The keeper finds them gone and wakes them; they join again.
+  CHECK(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{dropped}:queue"}) == std::to_string(kWaiters); }, 20s));
+  holder.unlock();
+  // Served long before the holder's lease would have ended (60 s).
+  CHECK(served_within(waits, 30s) == kWaiters);
 }

@@ -115,6 +115,7 @@ TEST_CASE("an empty file gives the documented defaults") {
     CHECK(config.lock.watchdog_timeout == dlock::Millis(30000));
     CHECK(config.lock.wait == dlock::Millis(0));
     CHECK(config.lock.max_key_bytes == 1024);
+    CHECK(config.lock.async_io_threads == 1);
     CHECK(config.logging.level == "info");
   }
 }
@@ -137,6 +138,7 @@ lock:
   watchdog_timeout_ms: 10000
   wait_ms: 2500
   max_key_bytes: 64
+  async_io_threads: 3
 logging:
   level: DEBUG
 )"));
@@ -152,6 +154,7 @@ logging:
   CHECK(config.lock.watchdog_timeout == dlock::Millis(10000));
   CHECK(config.lock.wait == dlock::Millis(2500));
   CHECK(config.lock.max_key_bytes == 64);
+  CHECK(config.lock.async_io_threads == 3);
   CHECK(config.logging.level == "debug");
 }
 
@@ -598,6 +601,8 @@ TEST_CASE("out-of-range, negative and overflowing numbers are refused with the r
   CHECK(error_of(file) == at(file, 2) + "lock.watchdog_timeout_ms: 50 is out of range 100..86400000");
   file = dir.write("redis:\n  pool_size: 0\n");
   CHECK(error_of(file) == at(file, 2) + "redis.pool_size: 0 is out of range 1..1024");
+  file = dir.write("lock:\n  async_io_threads: 0\n");
+  CHECK(error_of(file) == at(file, 2) + "lock.async_io_threads: 0 is out of range 1..64");
 }
 
 TEST_CASE("an empty key prefix is refused") {

@@ -23,27 +23,46 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
   AsyncAcquire(std::shared_ptr<ServiceCore> core, AsyncRequest request, AsyncDone done)
       : core_(std::move(core)), request_(std::move(request)), done_(std::move(done)) {}
 
+  // One key's acquisitions begin one at a time, in call order: each joins
+  // the line before the next tries, so the service's waiters stand in Redis'
+  // line, and in its waiter table (whose oldest a release hands the lock
+  // to), in the order they were called.
   void start() {
-    core_->io_threads().post([self = shared_from_this()] { self->begin(); });
+    core_->io_threads().post_in_order(request_.key, [self = shared_from_this()] { self->begin(); });
   }
 
   void cancel() override {
     std::unique_lock lock(mutex_);
     if (finished_ || cancelled_) return;
     cancelled_ = true;
+    if (state_ == State::queued) {
+      // Not begun: nothing to leave; the caller hears now, and begin() only lets go.
+      finished_ = true;
+      AsyncDone done = done_;
+      lock.unlock();
+      return done(nullptr, {}, true);
+    }
     // A round trip in flight (the start, a try): it sees the flag when it returns. Else: completed now.
     if (state_ == State::asleep || state_ == State::woken) finish_idle(lock, nullptr, true);
   }
 
  private:
   using Step = Acquisition::Step;
-  // running: a job on an I/O thread uses acquisition_; asleep: a timer or the
-  // ticket will wake it; woken: after_sleep() is posted, not yet running.
-  enum class State { running, asleep, woken };
+  // queued: begin() has not run; running: a job on an I/O thread uses
+  // acquisition_; asleep: a timer or the ticket will wake it; woken:
+  // after_sleep() is posted, not yet running.
+  enum class State { queued, running, asleep, woken };
 
   void begin() {
+    {
+      std::lock_guard lock(mutex_);
+      state_ = State::running;
+    }
     try {
-      if (is_cancelled()) return finish(nullptr, {}, true);
+      if (is_cancelled()) {
+        finish(nullptr, {}, true);
+        return settled();  // cancelled while queued: told already
+      }
       AcquireStart start = request_.kind == AsyncRequest::Kind::lock
                                ? core_->start_acquire(request_.key, request_.options, request_.throw_on_timeout)
                                : core_->start_acquire_shared(shared_request(), request_.options,
@@ -127,8 +146,12 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
   }
 
   // The ticket's wake: on whichever thread delivered it, maybe inside
-  // expire() or sleep_async() with mutex_ held, so it takes no lock.
+  // expire() or sleep_async() with mutex_ held, so it takes no lock; but a
+  // hand-off's grant, woken on the releasing I/O thread with nothing held,
+  // is collected there (no round trip, and one thread switch fewer per
+  // hand-off).
   void wake() {
+    if (WaiterTable::Ticket::waking_with_grant() && core_->io_threads().on_io_thread()) return after_sleep();
     core_->io_threads().post([self = shared_from_this()] { self->after_sleep(); });
   }
 
@@ -303,7 +326,7 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
 
   std::mutex mutex_;
   AsyncDone done_;                               // guarded by mutex_ once started
-  State state_ = State::running;                 // guarded by mutex_
+  State state_ = State::queued;                  // guarded by mutex_
   bool cancelled_ = false;                       // guarded by mutex_
   bool finished_ = false;                        // guarded by mutex_: the caller heard
   bool settling_ = false;                        // guarded by mutex_: heard while idle; after_sleep() settles

@@ -86,6 +86,42 @@ void IoThreads::post(Job job) {
   shared_->wake.notify_one();
 }
 
+void IoThreads::post_in_order(const std::string& lane, Job job) {
+  {
+    std::lock_guard lock(shared_->mutex);
+    if (shared_->stopping) return;
+    start_locked();
+    auto [waiting, first] = shared_->lanes.try_emplace(lane);
+    if (!first) {
+      waiting->second.push_back(std::move(job));  // readied when the one before it is done
+      return;
+    }
+    shared_->ready.push_back(in_lane(shared_.get(), lane, std::move(job)));
+  }
+  shared_->wake.notify_one();
+}
+
+IoThreads::Job IoThreads::in_lane(Shared* shared, std::string lane, Job job) {
+  // `shared` outlives the job: jobs ready are run, even while stopping, by threads that hold it.
+  return [shared, lane = std::move(lane), job = std::move(job)]() mutable {
+    job();
+    job = nullptr;
+    {
+      std::lock_guard lock(shared->mutex);
+      const auto waiting = shared->lanes.find(lane);
+      if (waiting->second.empty()) {
+        shared->lanes.erase(waiting);
+        return;
+      }
+      Job next = std::move(waiting->second.front());
+      waiting->second.pop_front();
+      // At the back of the queue, even while stopping (it was posted before): other work runs between.
+      shared->ready.push_back(in_lane(shared, std::move(lane), std::move(next)));
+    }
+    shared->wake.notify_one();
+  };
+}
+
 std::uint64_t IoThreads::at(Clock::time_point when, Job job) {
   std::uint64_t id = 0;
   {

@@ -51,12 +51,17 @@ void ServiceCore::keep_lines() {
       for (std::size_t i = first; i < last; ++i) args.push_back(line.owners[i]);
       try {
         const RedisReply reply = scripts_.run(kKeepInLineScript, names.script_keys(), args);
-        if (reply.is_error()) {
+        if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.empty()) {
           logger_->debug("{}: renewing its waiters' places in line failed: {}", lock_label(line.key), reply.str);
-        } else if (reply.type == RedisReply::Type::String && !reply.str.empty()) {
-          // The lock is free and its head alive: if the head is ours, it learns it now.
-          waiters_.notify(line.channel, reply.str);
+          continue;
         }
+        // The lock is free and its head alive: if the head is ours, it learns it now. Those no longer in
+        // line (dropped while Redis could not be reached, or just served) try again: a dropped one joins anew.
+        std::vector<std::string> wake;
+        for (const RedisReply& id : reply.elements) {
+          if (id.type == RedisReply::Type::String && !id.str.empty()) wake.push_back(id.str);
+        }
+        if (!wake.empty()) waiters_.notify_each(line.channel, wake);
       } catch (const Error& e) {
         // The waiters' own tries (at the latest at their lease's end) and the next period try again.
         logger_->debug("{}: renewing its waiters' places in line failed: {}", lock_label(line.key), e.what());

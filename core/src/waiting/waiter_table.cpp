@@ -3,6 +3,7 @@
 #include "dlock/detail/waiter_table.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,8 @@ namespace {
 void run_all(std::vector<std::function<void()>>& calls) {
   for (auto& call : calls) call();
 }
+
+thread_local bool waking_with_grant_now = false;
 
 }  // namespace
 
@@ -130,6 +133,22 @@ void WaiterTable::enter(std::string_view channel_name, const std::string& owner,
 
 void WaiterTable::notify(std::string_view channel, const std::string& owner) { state_->notify(channel, owner); }
 
+void WaiterTable::notify_each(std::string_view name, const std::vector<std::string>& owners) {
+  const std::unordered_set<std::string_view> wanted(owners.begin(), owners.end());
+  std::vector<std::function<void()>> call;
+  {
+    std::lock_guard guard(state_->mutex);
+    auto it = state_->channels.find(name);
+    if (it == state_->channels.end()) return;
+    for (Waiter& waiter : it->second->line) {
+      if (!wanted.contains(waiter.owner)) continue;
+      waiter.notified = true;
+      waiter.rouse(call);
+    }
+  }
+  run_all(call);
+}
+
 std::vector<WaiterTable::KeptLine> WaiterTable::kept_lines() const {
   std::vector<KeptLine> lines;
   std::lock_guard guard(state_->mutex);
@@ -177,8 +196,12 @@ void WaiterTable::Offer::grant(const DirectGrant& grant) {
     waiter_->rouse(call);
   }
   state_.reset();
+  const bool outer = std::exchange(waking_with_grant_now, true);  // a wake may release, and hand off, in turn
   run_all(call);
+  waking_with_grant_now = outer;
 }
+
+bool WaiterTable::Ticket::waking_with_grant() { return waking_with_grant_now; }
 
 void WaiterTable::Offer::decline() {
   if (!state_) return;

@@ -145,6 +145,10 @@ const Settings& lock_settings() {
        }},
       {"replica_ack_timeout_ms",
        [](const Value& v, Config& c) { c.lock.replica_ack_timeout = v.millis(1, 60000); }},
+      {"async_io_threads",
+       [](const Value& v, Config& c) {
+         c.lock.async_io_threads = static_cast<std::size_t>(v.integer(1, 64, "a number of threads"));
+       }},
   };
   return settings;
 }

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -36,6 +37,10 @@ class IoThreads {
 
   // Runs `job` on one of the threads, as soon as one is free.
   void post(Job job);
+  // Runs `job` on one of the threads after every job posted to `lane`
+  // before it ran, and before the next starts: one at a time, in posting
+  // order. Other work runs between them.
+  void post_in_order(const std::string& lane, Job job);
   // Runs `job` on the timer thread at `when` (or soon after): it must be
   // quick and must not block. The returned number cancels it (cancel()
   // returns false once it started or ran).
@@ -56,12 +61,16 @@ class IoThreads {
     using Timers = std::multimap<Clock::time_point, std::pair<std::uint64_t, Job>>;
     Timers timers;                                                  // guarded by mutex
     std::unordered_map<std::uint64_t, Timers::iterator> timer_ids;  // guarded by mutex: cancel() without a scan
+    // guarded by mutex: each lane with a job ready or running, and those posted after it
+    std::unordered_map<std::string, std::deque<Job>> lanes;
     std::condition_variable timer_wake;
     std::uint64_t next_timer = 1;                                   // guarded by mutex
     bool stopping = false;                                          // guarded by mutex
   };
   static void run(const std::shared_ptr<Shared>& shared);
   static void run_timers(const std::shared_ptr<Shared>& shared);
+  // `job`, then readies the next of its lane (or ends the lane).
+  static Job in_lane(Shared* shared, std::string lane, Job job);
   void start_locked();
 
   const std::size_t count_;

@@ -210,7 +210,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   std::unordered_map<std::string, Orphan> orphans_;  // guarded by mutex_; keyed by held_key()
 
   LostNotifier notifier_;  // runs on_lost hooks on a thread of its own
-  IoThreads io_threads_{2};  // the async API's; every pending operation holds this core, so none outlives it
+  // The async API's (lock.async_io_threads); every pending operation holds this core, so none outlives it.
+  IoThreads io_threads_{config_.async_io_threads};
 
   // The line keeper (waiting/line_keeper.cpp): renews every kept line's
   // waiters in one script per line, every third of the turn window, while any waits.

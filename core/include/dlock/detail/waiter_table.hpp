@@ -70,6 +70,10 @@ class WaiterTable {
     // settled first). The waiter then collects with woken(). `wake` must not
     // call back into this ticket (it is called with nothing locked; post).
     void sleep_async(std::function<void()> wake);
+    // True while a release's hand-off wakes its waiter, on the releasing
+    // thread, with nothing of the table locked: that wake may collect the
+    // grant there and then (it needs no round trip) instead of posting.
+    static bool waking_with_grant();
     // Ends an async sleep now, unless an offer is in flight (then when it is
     // settled). True iff the lock can no longer reach this waiter by a
     // hand-off: none was granted and none is in flight (an awake waiter is
@@ -132,6 +136,8 @@ class WaiterTable {
   // `owner` if it waits here, or with an empty owner every waiter of the channel.
   // The releaser calls it directly for a waiter of its own process.
   void notify(std::string_view channel, const std::string& owner);
+  // notify() for each of `owners`, in one pass over the channel's line.
+  void notify_each(std::string_view channel, const std::vector<std::string>& owners);
 
 
  private:
