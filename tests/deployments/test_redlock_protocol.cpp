@@ -151,7 +151,9 @@ TEST_CASE("redlock protocol: freezing and thawing one node within the leases let
   }
   workers.finish();
   CHECK_FALSE(workers.overlapped());
-  CHECK(workers.cycles() > 10);
+  // Enough turns that an overlap could have shown: on a loaded 2-core machine (a CTest run in parallel) the
+  // freezes leave room for about 6, unloaded for 30 or more.
+  CHECK(workers.cycles() > 3);
   CHECK(dlock::test::eventually(
       [&] { return nodes.run_everywhere({"EXISTS", "dlock:{flicker}"}) == std::vector<std::string>{"0", "0", "0"}; },
       3s));

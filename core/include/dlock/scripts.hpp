@@ -16,6 +16,7 @@
 //   renew(lock; id, lease_ms[, hold count]) → 1 renewed (count set) | 0 gone
 //   renew_many(locks; id, lease_ms for each) → {1 renewed | 0 gone, ...} in the locks' order
 //   leave(five keys; id, window_ms) → 1 (also frees a hold granted to it unawares)
+//   keep_in_line(five keys; window_ms, id...) → {the free lock's live head told of its turn ('' none), ids not in line...}
 //   force_release(five keys; window_ms) → the owners removed, {token, count, ...}
 //   raise_fence(lock, fence; id, token, retention_ms) → 1 raised | 0 not held (Redlock only)
 // A key of the wrong type at a lock's name is an error reply starting "DLOCK_WRONGTYPE".

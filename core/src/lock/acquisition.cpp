@@ -83,8 +83,11 @@ Acquisition::Step Acquisition::try_once() {
     // Listening now, it hears every release from here on; one between the
     // try above and now it looks for before it sleeps. Unless the look would
     // end past the time to renew its place in line (a slow link, a slow
-    // subscription): then it tries at once, which renews it.
-    if (Clock::now() + (now - sent) >= wake || !attempt_.release_still_to_come()) return {Step::Kind::try_now};
+    // subscription): then it tries at once, which renews it. A kept waiter
+    // too: the keeper's first round comes a third of a window after the
+    // subscription, too late where subscribing took a slow round trip.
+    const Clock::time_point renew_by = kept ? std::min(now + refresh_, deadline_) : wake;
+    if (Clock::now() + (now - sent) >= renew_by || !attempt_.release_still_to_come()) return {Step::Kind::try_now};
     // Subscribing took time of its own (up to the wait's end, unconfirmed): the sleep still ends on time.
     if (Clock::now() >= deadline_) return {Step::Kind::not_had};
   }

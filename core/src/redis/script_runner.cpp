@@ -27,7 +27,9 @@ void ScriptRunner::load_all() {
     load_on_quorum();
     return;
   }
-  for (const Script* script : {&kAcquireScript, &kReleaseScript, &kRenewScript, &kRenewManyScript, &kLeaveScript}) {
+  // keep_in_line too: a waiter's first renewal by the line keeper must not cost a NOSCRIPT round trip and a load.
+  for (const Script* script :
+       {&kAcquireScript, &kReleaseScript, &kRenewScript, &kRenewManyScript, &kLeaveScript, &kKeepInLineScript}) {
     load(*script);
   }
 }

@@ -14,6 +14,7 @@
 
 #include "dlock/detail/key_label.hpp"
 #include "dlock/detail/service_core.hpp"
+#include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
 
 namespace dlock::detail {
@@ -24,14 +25,16 @@ constexpr std::size_t kIdsPerCall = 2000;
 
 }  // namespace
 
-void ServiceCore::keep_lines_soon() {
+void ServiceCore::keep_lines_soon() { keep_lines_at(Clock::now() + config_.turn_window / 3); }
+
+void ServiceCore::keep_lines_at(Clock::time_point when) {
   {
     std::lock_guard lock(keeper_mutex_);
     if (keeper_running_) return;
     keeper_running_ = true;
   }
   std::weak_ptr<ServiceCore> weak = weak_from_this();
-  io_threads_.at(Clock::now() + config_.turn_window / 3, [weak] {
+  io_threads_.at(when, [weak] {
     if (auto self = weak.lock()) self->io_threads_.post([weak] {
         if (auto core = weak.lock()) core->keep_lines();
       });
@@ -39,6 +42,10 @@ void ServiceCore::keep_lines_soon() {
 }
 
 void ServiceCore::keep_lines() {
+  // The next round a third of a window after this one began, not ended: a waiter that joined just after this
+  // round's snapshot is renewed within a third of a window and two one-way trips of its joining, as a waiter
+  // renewing its own place would be, even where a round trip is slow.
+  const Clock::time_point next = Clock::now() + config_.turn_window / 3;
   const std::vector<WaiterTable::KeptLine> lines = waiters_.kept_lines();
   const std::string window_arg = std::to_string(config_.turn_window.count());
   for (const WaiterTable::KeptLine& line : lines) {
@@ -51,7 +58,15 @@ void ServiceCore::keep_lines() {
       for (std::size_t i = first; i < last; ++i) args.push_back(line.owners[i]);
       try {
         const RedisReply reply = scripts_.run(kKeepInLineScript, names.script_keys(), args);
-        if (reply.is_error() || reply.type != RedisReply::Type::Array || reply.elements.empty()) {
+        if (reply.is_error() && transient_state(reply).empty()) {
+          // A refusal that will not pass by itself (a key of another type at the lock's names): the waiters,
+          // asleep to the holder's lease, try now and each reports it, as their own tries would have.
+          logger_->debug("{}: renewing its waiters' places in line was refused: {}", lock_label(line.key), reply.str);
+          waiters_.notify_each(line.channel, {line.owners.begin() + first, line.owners.begin() + last});
+          continue;
+        }
+        if (reply.type != RedisReply::Type::Array || reply.elements.empty()) {
+          // Redis loading, read-only in a failover: the next round tries again.
           logger_->debug("{}: renewing its waiters' places in line failed: {}", lock_label(line.key), reply.str);
           continue;
         }
@@ -72,7 +87,7 @@ void ServiceCore::keep_lines() {
     std::lock_guard lock(keeper_mutex_);
     keeper_running_ = false;
   }
-  if (!waiters_.kept_lines().empty()) keep_lines_soon();
+  if (!waiters_.kept_lines().empty()) keep_lines_at(std::max(next, Clock::now()));
 }
 
 }  // namespace dlock::detail

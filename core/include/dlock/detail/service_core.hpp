@@ -216,6 +216,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // The line keeper (waiting/line_keeper.cpp): renews every kept line's
   // waiters in one script per line, every third of the turn window, while any waits.
   void keep_lines_soon();
+  void keep_lines_at(Clock::time_point when);
   void keep_lines();
   std::mutex keeper_mutex_;
   bool keeper_running_ = false;  // guarded by keeper_mutex_
