@@ -23,6 +23,7 @@
 
 #include "dlock/asio.hpp"
 #include "async_outcomes.hpp"
+#include "serve_all.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
@@ -36,29 +37,6 @@ void short_window(dlock::Config& c) { c.lock.turn_window = 600ms; }
 std::string line_keys_left(const dlock::test::RedisServer& redis, const std::string& key) {
   const std::string p = "dlock:{" + key + "}";
   return redis.run({"EXISTS", p, p + ":queue", p + ":alive"});
-}
-
-// Serves every future as it becomes ready (releasing at once); returns how many got the lock within `limit`.
-int serve_all(std::vector<std::future<dlock::LockGuard>>& waits, std::chrono::seconds limit) {
-  int served = 0;
-  std::vector<bool> taken(waits.size(), false);
-  const auto give_up = Clock::now() + limit;
-  std::size_t done = 0;
-  while (done < waits.size() && Clock::now() < give_up) {
-    bool any = false;
-    for (std::size_t i = 0; i < waits.size(); ++i) {
-      if (taken[i] || waits[i].wait_for(0s) != std::future_status::ready) continue;
-      taken[i] = true;
-      ++done;
-      any = true;
-      try {
-        if (dlock::LockGuard guard = waits[i].get()) ++served;
-      } catch (...) {
-      }
-    }
-    if (!any) std::this_thread::sleep_for(1ms);
-  }
-  return served;
 }
 
 }  // namespace
@@ -118,7 +96,7 @@ TEST_CASE("keeper break: kept waiters are served when the subscriber is killed b
   redis.run({"CLIENT", "KILL", "TYPE", "pubsub"});
   holder.unlock();
   const auto released = Clock::now();
-  const int served = serve_all(waits, 30s);
+  const int served = dlock::test::serve_all(waits, 30s);
   INFO("served " << served << " of 7 within " << dlock::test::elapsed_ms(released) << " ms");
   CHECK(served == 7);
   CHECK(dlock::test::eventually([&] { return line_keys_left(redis, "pubsub-kill") == "0"; }, 10s));
@@ -138,7 +116,7 @@ TEST_CASE("keeper break: kept waiters are all served after FLUSHALL", "[async][k
   REQUIRE(dlock::test::await_line(redis, "flushed", 23));
   redis.run({"FLUSHALL"});
   const auto flushed = Clock::now();
-  const int served = serve_all(waits, 40s);
+  const int served = dlock::test::serve_all(waits, 40s);
   INFO("served " << served << " of 23 within " << dlock::test::elapsed_ms(flushed) << " ms");
   CHECK(served == 23);
   CHECK(dlock::test::eventually([&] { return line_keys_left(redis, "flushed") == "0"; }, 10s));
@@ -158,7 +136,7 @@ TEST_CASE("keeper break: kept waiters are served promptly after the holder's lea
   waits.push_back(std::async(std::launch::async, [&] { return service->lock("crashed", {.wait = 50s}); }));
   REQUIRE(dlock::test::await_line(redis, "crashed", 11));
   const auto start = Clock::now();
-  const int served = serve_all(waits, 30s);
+  const int served = dlock::test::serve_all(waits, 30s);
   INFO("served " << served << " of 11 within " << dlock::test::elapsed_ms(start) << " ms");
   CHECK(served == 11);
   CHECK(dlock::test::eventually([&] { return line_keys_left(redis, "crashed") == "0"; }, 10s));
@@ -370,7 +348,7 @@ TEST_CASE("keeper break: the service dropped with waits queued in a lane still s
   std::this_thread::sleep_for(2s);  // three windows: kept by the keeper of a service its user dropped
   CHECK(redis.run({"ZCARD", "dlock:{dropped-service}:queue"}) == "300");
   holder.unlock();
-  CHECK(serve_all(waits, 60s) == 300);
+  CHECK(dlock::test::serve_all(waits, 60s) == 300);
   CHECK(dlock::test::eventually([&] { return line_keys_left(redis, "dropped-service") == "0"; }, 10s));
 }
 

@@ -13,32 +13,11 @@
 #include <vector>
 
 #include "dlock/asio.hpp"
+#include "serve_all.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
 
-namespace {
-
-// Collects the guards as the waiters are served, in whatever order, releasing each at once (the next in line
-// then gets it); returns how many were served within `limit`.
-int served_within(std::vector<std::future<dlock::LockGuard>>& waits, std::chrono::seconds limit) {
-  int served = 0;
-  std::vector<bool> taken(waits.size(), false);
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  while (served < static_cast<int>(waits.size()) && std::chrono::steady_clock::now() < give_up) {
-    bool any = false;
-    for (std::size_t i = 0; i < waits.size(); ++i) {
-      if (taken[i] || waits[i].wait_for(0s) != std::future_status::ready) continue;
-      taken[i] = true;
-      any = true;
-      if (dlock::LockGuard guard = waits[i].get()) ++served;
-    }
-    if (!any) std::this_thread::sleep_for(1ms);
-  }
-  return served;
-}
-
-}  // namespace
 
 TEST_CASE("line keeper: thousands of async waiters keep their places through many turn windows", "[async][keeper]") {
   dlock::test::RedisServer redis;
@@ -56,7 +35,7 @@ TEST_CASE("line keeper: thousands of async waiters keep their places through man
   std::this_thread::sleep_for(3s);
   CHECK(redis.run({"ZCARD", "dlock:{crowd}:queue"}) == std::to_string(kWaiters));
   holder.unlock();
-  CHECK(served_within(waits, 120s) == kWaiters);
+  CHECK(dlock::test::serve_all(waits, 120s) == kWaiters);
   CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{crowd}", "dlock:{crowd}:queue"}) == "0"; }));
 }
 
@@ -78,5 +57,5 @@ TEST_CASE("line keeper: waiters dropped from the line while they slept join it a
   CHECK(dlock::test::eventually([&] { return redis.run({"ZCARD", "dlock:{dropped}:queue"}) == std::to_string(kWaiters); }, 20s));
   holder.unlock();
   // Served long before the holder's lease would have ended (60 s).
-  CHECK(served_within(waits, 30s) == kWaiters);
+  CHECK(dlock::test::serve_all(waits, 30s) == kWaiters);
 }
