@@ -151,7 +151,7 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
   // is collected there (no round trip, and one thread switch fewer per
   // hand-off).
   void wake() {
-    if (WaiterTable::Ticket::waking_with_grant() && core_->io_threads().on_io_thread()) return after_sleep();
+    if (core_->io_threads().on_io_thread() && WaiterTable::Ticket::take_grant_wake()) return after_sleep();
     core_->io_threads().post([self = shared_from_this()] { self->after_sleep(); });
   }
 

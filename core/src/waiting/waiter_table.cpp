@@ -201,7 +201,7 @@ void WaiterTable::Offer::grant(const DirectGrant& grant) {
   waking_with_grant_now = outer;
 }
 
-bool WaiterTable::Ticket::waking_with_grant() { return waking_with_grant_now; }
+bool WaiterTable::Ticket::take_grant_wake() { return std::exchange(waking_with_grant_now, false); }
 
 void WaiterTable::Offer::decline() {
   if (!state_) return;

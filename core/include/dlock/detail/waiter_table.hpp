@@ -70,10 +70,12 @@ class WaiterTable {
     // settled first). The waiter then collects with woken(). `wake` must not
     // call back into this ticket (it is called with nothing locked; post).
     void sleep_async(std::function<void()> wake);
-    // True while a release's hand-off wakes its waiter, on the releasing
-    // thread, with nothing of the table locked: that wake may collect the
-    // grant there and then (it needs no round trip) instead of posting.
-    static bool waking_with_grant();
+    // True once while a release's hand-off wakes its waiter, on the
+    // releasing thread, with nothing of the table locked: that wake may
+    // collect the grant there and then (it needs no round trip) instead of
+    // posting. Asking consumes it, so a wake nested in that collection (a
+    // waiter whose own sleep holds its lock) is never taken for it.
+    static bool take_grant_wake();
     // Ends an async sleep now, unless an offer is in flight (then when it is
     // settled). True iff the lock can no longer reach this waiter by a
     // hand-off: none was granted and none is in flight (an awake waiter is
