@@ -2,6 +2,9 @@
 #include "dlock/detail/io_threads.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 namespace dlock::detail {
 namespace {
@@ -9,32 +12,43 @@ namespace {
 thread_local const void* current_io_threads = nullptr;
 thread_local bool orphaned_self = false;  // this thread destroyed its own IoThreads and was detached
 
-// Threads detached while they destroy the last of a service (a job held its
-// core): the process' exit waits for them (bounded), so that they never run
-// on while static objects they touch (spdlog's registry) are destroyed. Made
-// at the first start, after the service and the logging it uses: destroyed
-// before them.
-struct OrphanedThreads {
-  std::mutex mutex;
-  std::condition_variable done;
-  int running = 0;  // guarded by mutex
-  ~OrphanedThreads() {
-    std::unique_lock lock(mutex);
-    done.wait_for(lock, std::chrono::seconds(10), [this] { return running == 0; });
+// dlock's threads that may still touch static objects (spdlog's registry)
+// as the process exits: those running a job (its end may drop the last of a
+// service, which that thread then destroys) and those detached while
+// destroying one. Never destroyed (a plain atomic in static storage): a
+// thread may count out after the exit stopped waiting for it.
+std::atomic<int>& threads_at_work() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
+// The process' exit waits (10 s at most) until no dlock thread is at work.
+// Made at the first start, after the service and the logging it uses:
+// destroyed, and so waiting, before them.
+struct ExitWait {
+  ~ExitWait() {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (threads_at_work().load() > 0 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 };
 
-OrphanedThreads& orphaned_threads() {
-  static OrphanedThreads threads;
-  return threads;
-}
+void wait_at_exit() { static ExitWait wait; }
 
-// At the end of a thread of ours: if it was detached, the exit need wait for it no longer.
+// Around each job: the job in which a thread was left destroying its own
+// service (detached, orphaned_self) keeps its count until the thread ends.
+thread_local bool counted_as_orphan = false;
+void start_work() { threads_at_work().fetch_add(1); }
+void end_work() {
+  if (orphaned_self && !counted_as_orphan) {
+    counted_as_orphan = true;
+    return;
+  }
+  threads_at_work().fetch_sub(1);
+}
 void count_out_if_orphaned() {
-  if (!orphaned_self) return;
-  std::lock_guard lock(orphaned_threads().mutex);
-  --orphaned_threads().running;
-  orphaned_threads().done.notify_all();
+  if (counted_as_orphan) threads_at_work().fetch_sub(1);
 }
 
 }  // namespace
@@ -55,11 +69,7 @@ IoThreads::~IoThreads() {
   shared_->timer_wake.notify_all();
   for (std::thread& thread : threads) {
     if (thread.get_id() == std::this_thread::get_id()) {
-      {
-        std::lock_guard lock(orphaned_threads().mutex);
-        ++orphaned_threads().running;
-      }
-      orphaned_self = true;
+      orphaned_self = true;  // still counted at work (its job's count) until it ends
       thread.detach();
     } else {
       thread.join();
@@ -69,7 +79,7 @@ IoThreads::~IoThreads() {
 
 void IoThreads::start_locked() {
   if (!threads_.empty() || shared_->stopping) return;
-  orphaned_threads();  // made now, so destroyed before what the service made earlier
+  wait_at_exit();  // made now, so destroyed before what the service made earlier
   for (std::size_t i = 0; i < count_; ++i) {
     threads_.emplace_back([shared = shared_] { run(shared); });
   }
@@ -157,8 +167,10 @@ void IoThreads::run(const std::shared_ptr<Shared>& shared) {
       shared->ready.pop_front();
       if (!shared->ready.empty()) shared->wake.notify_one();
       lock.unlock();
+      start_work();
       job();
       job = nullptr;  // what it held goes before the lock is taken again
+      end_work();
       lock.lock();
       continue;
     }
@@ -179,8 +191,10 @@ void IoThreads::run_timers(const std::shared_ptr<Shared>& shared) {
       shared->timer_ids.erase(shared->timers.begin()->second.first);
       shared->timers.erase(shared->timers.begin());
       lock.unlock();
+      start_work();
       job();
       job = nullptr;
+      end_work();
       lock.lock();
       continue;
     }
