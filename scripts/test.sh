@@ -51,7 +51,8 @@ else
   # -Wno-tsan: standalone Asio (the async API's tests) calls std::atomic_thread_fence, which g++ 12
   # warns TSan does not model; dlock's own code uses none (a fence there would fail the plain build's review).
   flags="-fsanitize=thread -fno-omit-frame-pointer -D_GLIBCXX_TSAN=1 -Wno-tsan"
-  export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1"
+  # scripts/tsan.supp: what TSan cannot see inside the uninstrumented libstdc++ (exception_ptr's count).
+  export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp"
 fi
 
 # The benchmarks are left to the plain build: timings mean nothing under a sanitizer, and the code they
