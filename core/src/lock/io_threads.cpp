@@ -1,6 +1,8 @@
 // dlock's own threads for the async API (io_threads.hpp): a queue of jobs and a map of timers.
 #include "dlock/detail/io_threads.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,7 +28,10 @@ std::atomic<int>& threads_at_work() {
 // Made at the first start, after the service and the logging it uses:
 // destroyed, and so waiting, before them.
 struct ExitWait {
+  // A fork child inherits the count but none of the threads: its exit does not wait.
+  const pid_t made_by = ::getpid();
   ~ExitWait() {
+    if (::getpid() != made_by) return;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (threads_at_work().load() > 0 && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
