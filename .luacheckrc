@@ -1,4 +1,4 @@
--- luacheck's settings for dlock's Redis scripts (core/scripts, integration/cli/scripts), run by
+-- luacheck's settings for dlock's Redis scripts (core/scripts, examples/scripts), run by
 -- ./scripts/test.sh in two passes: the source files, and the scripts as Redis runs them (their
 -- `--@include`s pasted in by cmake/embed_lua.cmake, in the build tree's generated/lua/).
 --
@@ -19,7 +19,7 @@ local function read(path)
   return text
 end
 local libraries, seen = {}, {}
-local listing = assert(io.popen("find core/scripts integration/cli/scripts -name '*.lua' | sort"))
+local listing = assert(io.popen("find core/scripts -name '*.lua' | sort"))
 for path in listing:lines() do
   local root = path:match("^(.-/scripts)/")
   for name in read(path):gmatch("%-%-@include ([%w_/]+)") do

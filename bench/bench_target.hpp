@@ -16,6 +16,7 @@ struct Target {
   std::string self_path;  // this binary, to start worker processes
   double async_seconds = 0;  // the async part's workloads A and B, each run; 0: its default (5 s, --quick 1 s)
   int async_waiters = 0;     // the async part's workload C; 0: its default (10,000, --quick 1,000)
+  int held = 0;              // the watchdog part's locks held at once (--held); 0: 10,000 (--quick 1,000)
 
   // A quiet config for services under test.
   dlock::Config config() const {

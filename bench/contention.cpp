@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "alternating_blocks.hpp"
 #include "bench_target.hpp"
 #include "dlock/dlock.hpp"
 #include "ideal_client.hpp"
@@ -119,6 +120,48 @@ bool analyse(Report& report, const std::string& label, std::vector<Acquisition> 
   return exact && !overlap && least > 0;
 }
 
+// Throughput against threads: 1 to 16 threads of one service on the key,
+// for bench/plot.sh's throughput curve. Short runs of every thread count
+// in rounds, the first count moving on by one per round, as the other
+// parts alternate their blocks: this machine's round trip changes mode
+// within seconds, and one long run per count would measure the mode it
+// fell in. A section per thread count, its "threads" figure first, so the
+// JSON lines say which run a rate belongs to; the median round's rate and
+// the slowest and fastest round's.
+bool run_thread_sweep(Report& report, const Target& target, IdealClient& data) {
+  const std::vector<int> thread_counts = {1, 2, 4, 8, 16};
+  const int rounds = target.quick ? 1 : 5;
+  const double seconds = target.quick ? 0.2 : 0.5;
+  std::map<int, std::vector<double>> rates;
+  std::map<int, Samples> waits;
+  bool ok = true;
+  for (int round = 0; round < rounds; ++round) {
+    for (std::size_t step = 0; step < thread_counts.size(); ++step) {
+      const int threads = thread_counts[(round + step) % thread_counts.size()];
+      const long long before = data.get(kCounter);
+      const std::int64_t start = now_ns() + 200'000'000;
+      auto records = run_workers(target, threads, 0, start, start + static_cast<std::int64_t>(seconds * 1e9));
+      ok &= data.get(kCounter) - before == static_cast<long long>(records.size()) && !records.empty();
+      rates[threads].push_back(records.size() / seconds);
+      for (const auto& a : records) waits[threads].add_ns(a.wait_ns);
+    }
+  }
+  for (int threads : thread_counts) {
+    auto& r = rates[threads];
+    std::sort(r.begin(), r.end());
+    report.section("contention sweep: " + std::to_string(threads) + " threads x 1 process");
+    report.figure("threads", threads, "");
+    report.figure("acquisitions per second", dlock::bench::median(r), "ops/s",
+                  "median of " + std::to_string(rounds) + " rounds");
+    report.figure("acquisitions per second, slowest round", r.front(), "ops/s");
+    report.figure("acquisitions per second, fastest round", r.back(), "ops/s");
+    report.figure("time-to-acquire p50", waits[threads].percentile_us(500), "us");
+    report.figure("time-to-acquire p99", waits[threads].percentile_us(990), "us");
+  }
+  report.figure("counter exact (mutual exclusion)", ok ? 1 : 0, "bool", "every round of every thread count");
+  return ok;
+}
+
 }  // namespace
 
 int contention_worker_main(int argc, char** argv) {
@@ -183,6 +226,7 @@ bool run_contention(Report& report, const Target& target, const Floors& floors, 
     }
     ok &= analyse(report, "4 processes x 4 threads", all, data.get(kCounter) - before, seconds, 16, floors);
   }
+  ok &= run_thread_sweep(report, target, data);
   return ok;
 }
 

@@ -22,6 +22,16 @@ class DlockCycle : public LockCycle {
   std::shared_ptr<dlock::RedisLockService> service_;
 };
 
+// dlock as RAII code writes it: the guard's destructor sends the release and returns without its reply.
+class DlockRaiiCycle : public LockCycle {
+ public:
+  explicit DlockRaiiCycle(const Target& target) : service_(dlock::make_lock_service(target.config())) {}
+  void run() override { auto guard = service_->lock("bench:peers:raii"); }
+
+ private:
+  std::shared_ptr<dlock::RedisLockService> service_;
+};
+
 // dlock's own acquire and release scripts, sent raw.
 class IdealCycle : public LockCycle {
  public:
@@ -71,16 +81,17 @@ class BareCycle : public LockCycle {
 }  // namespace
 
 const std::vector<std::string>& lock_cycle_names() {
-  static const std::vector<std::string> names{"dlock", "ideal", "minimal-pair", "bare"};
+  static const std::vector<std::string> names{"dlock", "dlock-raii", "ideal", "minimal-pair", "bare"};
   return names;
 }
 
 std::unique_ptr<LockCycle> make_lock_cycle(const std::string& name, const Target& target) {
   if (name == "dlock") return std::make_unique<DlockCycle>(target);
+  if (name == "dlock-raii") return std::make_unique<DlockRaiiCycle>(target);
   if (name == "ideal") return std::make_unique<IdealCycle>(target);
   if (name == "minimal-pair") return std::make_unique<MinimalPairCycle>(target);
   if (name == "bare") return std::make_unique<BareCycle>(target);
-  throw std::invalid_argument("no lock cycle named '" + name + "'; choose dlock, ideal, minimal-pair or bare");
+  throw std::invalid_argument("no lock cycle named '" + name + "'; choose dlock, dlock-raii, ideal, minimal-pair or bare");
 }
 
 double cycles_per_second(LockCycle& cycle, double seconds) {

@@ -49,6 +49,12 @@ int main(int argc, char** argv) {
       target.async_seconds = std::atof(argv[++i]);
     } else if (arg == "--async-waiters" && i + 1 < argc) {
       target.async_waiters = std::atoi(argv[++i]);
+    } else if (arg == "--held" && i + 1 < argc) {
+      target.held = std::atoi(argv[++i]);
+      if (target.held <= 0) {
+        std::cerr << "dlock-bench: --held wants a number of locks to hold at once, such as 1000000\n";
+        return 64;
+      }
     } else if (arg == "--quick") {
       target.quick = true;
     } else if (arg == "--json" && i + 1 < argc) {
@@ -60,8 +66,8 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "usage: dlock-bench [--quick] [--json FILE] [--redis HOST:PORT] "
                    "[--only uncontended|server|contention|watchdog|many-keys|peers|tls|async]\n"
-                   "                   [--async-seconds S] [--async-waiters N]\n"
-                   "       dlock-bench --cycles dlock|ideal|minimal-pair|bare [--seconds S] [--redis HOST:PORT]\n"
+                   "                   [--async-seconds S] [--async-waiters N] [--held N]\n"
+                   "       dlock-bench --cycles dlock|dlock-raii|ideal|minimal-pair|bare [--seconds S] [--redis HOST:PORT]\n"
                    "       dlock-bench --cycles CLIENT --count N [--threads T] [--redis HOST:PORT]\n";
       return 64;
     }

@@ -31,16 +31,22 @@ Floors run_uncontended(Report& report, const Target& target) {
   const std::string ideal_nested_key = "dlock:{bench:ideal-nested}";
   const std::string ideal_owner = "ideal:1";
 
-  Samples rtt, ideal_cycle, watchdog_cycle, fixed_cycle, ideal_nested, dlock_nested;
+  Samples rtt, two_rtt, ideal_cycle, watchdog_cycle, raii_cycle, fixed_cycle, ideal_nested, dlock_nested;
   ideal.acquire(ideal_nested_key, ideal_owner, kLeaseMs);
   auto outer = service->lock("bench:nested");
   for (int round = 0; round < rounds; ++round) {
     time_block(rtt, block, [&] { ideal.round_trip(); });
+    time_block(two_rtt, block, [&] {
+      ideal.round_trip();
+      ideal.round_trip();
+    });
     time_block(ideal_cycle, block, [&] {
       ideal.acquire(ideal_key, ideal_owner, kLeaseMs);
       ideal.release(ideal_key, ideal_owner);
     });
     time_block(watchdog_cycle, block, [&] { service->lock("bench:watchdog").unlock(); });
+    // As a user writes it: the guard's destructor sends the release and does not wait for its reply.
+    time_block(raii_cycle, block, [&] { auto guard = service->lock("bench:raii"); });
     time_block(fixed_cycle, block, [&] { service->lock("bench:fixed", {.lease = dlock::Millis(kLeaseMs)}).unlock(); });
     time_block(ideal_nested, block, [&] {
       ideal.set_holds(ideal_nested_key, ideal_owner, kLeaseMs, 2);
@@ -54,12 +60,18 @@ Floors run_uncontended(Report& report, const Target& target) {
   report.section("floors and uncontended cycles (interleaved blocks)");
   report.latency("RTT (EVALSHA return 1)", rtt);
   report.latency("ideal acquire+release", ideal_cycle);
+  report.latency("two round trips (2 x EVALSHA return 1)", two_rtt);
   report.latency("dlock lock+unlock, watchdog lease", watchdog_cycle);
+  report.latency("dlock RAII cycle { auto g = lock(k); }", raii_cycle);
   report.latency("dlock lock+unlock, fixed lease", fixed_cycle);
   report.latency("ideal nested acquire+release", ideal_nested);
   report.latency("dlock nested lock+unlock", dlock_nested);
   const double ideal_p50 = ideal_cycle.percentile_us(500);
   report.figure("ratio watchdog cycle / ideal (p50)", watchdog_cycle.percentile_us(500) / ideal_p50, "x", "target <= 1.10");
+  report.figure("ratio RAII cycle / two round trips (p50)", raii_cycle.percentile_us(500) / two_rtt.percentile_us(500),
+                "x", "target <= 0.80");
+  report.figure("ratio RAII cycle / ideal awaited acquire+release (p50)", raii_cycle.percentile_us(500) / ideal_p50,
+                "x", "target <= 0.80");
   report.figure("ratio fixed cycle / ideal (p50)", fixed_cycle.percentile_us(500) / ideal_p50, "x", "target <= 1.10");
   report.figure("ratio nested / ideal nested (p50)",
                 dlock_nested.percentile_us(500) / ideal_nested.percentile_us(500), "x", "target <= 1.10");

@@ -26,6 +26,7 @@ namespace {
 const char* const kUsage =
     "usage: flash_sale [--config FILE] [--sku SKU] [--stock N] [--buyers B] [--threads T] [--processes P]\n"
     "                  [--reset] [--no-lock] [--multi-sku [--catalogue K]] [--payment-slots N]\n"
+    "                  [--unlimited-payments] [--payment-ms MS]\n"
     "  --config FILE    dlock YAML config (default config/dlock.yaml)\n"
     "  --sku SKU        the product on sale (default SKU-1); stock lives at Redis key stock:SKU\n"
     "  --stock N        units on sale, set only if the sale does not exist yet (default 100)\n"
@@ -40,7 +41,12 @@ const char* const kUsage =
     "  --payment-slots N  each accepted order then pays through a provider that takes at most N calls\n"
     "                   at once across all processes, under a distributed semaphore (default 4); the\n"
     "                   last line shows the highest concurrency seen; 0 leaves the step out (the\n"
-    "                   default over a Redlock, where semaphores are not offered)\n";
+    "                   default over a Redlock, where semaphores are not offered). A buyer killed\n"
+    "                   mid-call stops counting before its permit comes back, so a sale continued\n"
+    "                   after a crash is not accused of calls the dead left behind\n"
+    "  --unlimited-payments  pay without the semaphore (the stock's lock stays on), to see the\n"
+    "                   payment check catch calls past the slots: the sale then fails\n"
+    "  --payment-ms MS  how long the provider takes per call (default 2)\n";
 
 struct Sale {
   std::string stock_key, sold_key, initial_key;
@@ -109,8 +115,8 @@ std::pair<long long, long long> run_orders(const dlock::Config& config, const ex
 int main(int argc, char** argv) {
   example::Flags flags(argc, argv,
                        {"--config", "--sku", "--stock", "--buyers", "--threads", "--processes", "--catalogue",
-                        "--payment-slots"},
-                       {"--reset", "--no-lock", "--multi-sku"}, kUsage);
+                        "--payment-slots", "--payment-ms"},
+                       {"--reset", "--no-lock", "--multi-sku", "--unlimited-payments"}, kUsage);
   const std::string sku = flags.text("--sku", "SKU-1");
   const long long stock = flags.number("--stock", 100, 0);
   const long long buyers = flags.number("--buyers", 300, 0);
@@ -121,12 +127,15 @@ int main(int argc, char** argv) {
   const Sale sale{"stock:" + sku, "sold:" + sku, "stock:" + sku + ":initial"};
   const example::Catalogue catalogue = example::Catalogue::of(sku, flags.number("--catalogue", 5, 1));
   const long long payment_slots = flags.number("--payment-slots", 4, 0);
+  const std::chrono::milliseconds payment_takes(flags.number("--payment-ms", 2, 0));
 
   return example::run_reporting_errors([&] {
     const dlock::Config config = dlock::load_config(flags.text("--config", "config/dlock.yaml"));
     // Semaphores are not offered over a Redlock: there the payment step is left out unless asked for.
     const bool redlock = config.redis.mode == dlock::RedisMode::redlock;
-    const example::PaymentStep payment(sku, redlock && !flags.has("--payment-slots") ? 0 : payment_slots);
+    const example::PaymentStep payment(sku, redlock && !flags.has("--payment-slots") ? 0 : payment_slots,
+                                       config.lock.watchdog_timeout, !flags.has("--unlimited-payments"),
+                                       payment_takes);
     {
       const auto redis_executor = dlock::make_executor(config.redis);
       dlock::RedisExecutor& redis = *redis_executor;

@@ -51,7 +51,9 @@ class OrderService : public dlock::LockAware {
       if (taken) throw std::runtime_error("a second instance took a held lock");
     }
     step("after the outermost release", lock_service().hold_count(key));
-    bool taken = static_cast<bool>(other_instance_->try_lock(key));
+ // The block's exit sent the release without waiting for its reply: another instance's try sent now may
+    // reach Redis first, so it waits up to a second for the release to run (unlock() would have waited for it).
+    bool taken = static_cast<bool>(other_instance_->try_lock(key, {.wait = std::chrono::seconds(1)}));
     std::cout << "second service instance try_lock after the release: " << (taken ? "acquired" : "REFUSED")
               << std::endl;
     if (!taken) throw std::runtime_error("the lock was not freed by the outermost release");

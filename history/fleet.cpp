@@ -22,6 +22,8 @@ void Fleet::start(int index) {
                         index % 2 == 0 ? "watchdog" : "fixed",
                         // The third and fourth workers (one of each lease mode) use the async API.
                         "--api", index == 2 || index == 3 ? "async" : "blocking",
+                        // The fifth ends its holds by the guard's destructor: a release nobody waits for.
+                        "--release", index == 4 ? "destructor" : "unlock",
                         "--lease-ms", std::to_string(options_.lease_ms),
                         "--seed", std::to_string(seed), "--max-seconds", std::to_string(options_.max_seconds)});
   log_.append("worker-start", {{"worker", name(index)}, {"pid", std::to_string(worker.process.pid())}});

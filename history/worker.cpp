@@ -3,7 +3,15 @@
 // the checker can later prove from the record what happened.
 //
 //   history_worker --port P --id N --file PATH [--mode watchdog|fixed] [--api blocking|async]
-//                  [--lease-ms 1000] [--seed S] [--max-seconds 900]
+//                  [--release unlock|destructor] [--lease-ms 1000] [--seed S] [--max-seconds 900]
+//
+// --release destructor ends each hold by the guard's destructor, which sends
+// the release without waiting for its reply (the reply is read off the
+// worker's thread): other workers' acquisitions race a release nobody waits
+// for. The worker then waits for the reply's verdict in stats() (and for the
+// on_lost hook's line, if it found the lock lost) before it records the
+// release, so its record reads as the others' and a late hook never lands
+// on its next hold.
 //
 // --api async takes and releases the lock through the async API
 // (<dlock/asio.hpp>: async_lock, async_unlock): the acquisition runs on
@@ -76,6 +84,7 @@ class Worker {
       : log_(flags.text("--file", ""), "w" + flags.text("--id", "")),
         fixed_lease_(flags.text("--mode", "watchdog") == "fixed"),
         async_(flags.text("--api", "blocking") == "async"),
+        destructor_release_(flags.text("--release", "unlock") == "destructor"),
         lease_(flags.number("--lease-ms", 1000, 1)),
         random_(static_cast<unsigned>(flags.number("--seed", 1, 0))) {
     config_.redis.host = "127.0.0.1";
@@ -107,7 +116,10 @@ class Worker {
       try {
         service_ = dlock::make_lock_service(config_);
         data_ = std::make_shared<dlock::HiredisExecutor>(config_.redis);
-        service_->on_lost([this](const std::string&) { log_.append("lost", {{"via", "hook"}}); });
+        service_->on_lost([this](const std::string&) {
+          log_.append("lost", {{"via", "hook"}});
+          hooks_told_.fetch_add(1);
+        });
         return;
       } catch (const std::exception& e) {
         log_.append("connect-fail", {{"error", error_class(e)}}, e.what());
@@ -133,6 +145,7 @@ class Worker {
     log_.append("grant", {{"token", std::to_string(guard.fencing_token())}});
     section(guard);
     if (guard.lost()) log_.append("lost", {{"via", "flag"}});
+    if (destructor_release_ && !async_) return release_by_destructor(guard);
     try {
       if (async_) {
         dlock::async_unlock(std::move(guard), asio::use_future).get();
@@ -143,6 +156,35 @@ class Worker {
     } catch (const std::exception& e) {
       if (dynamic_cast<const dlock::LockLostError*>(&e)) log_.append("lost", {{"via", "error"}});
       log_.append("release", {{"outcome", "error"}, {"error", error_class(e)}}, e.what());
+    }
+  }
+
+  // The guard's destructor releases; the reply's verdict is read back from
+  // stats() (released, lost or failed), as unlock() would have said it.
+  void release_by_destructor(dlock::LockGuard& guard) {
+    if (guard.lost()) {  // unlock() would throw LockLostError without a release of its own
+      guard = dlock::LockGuard();
+      log_.append("release", {{"outcome", "error"}, {"error", "LockLostError"}}, "lost before its release");
+      return;
+    }
+    const dlock::LockStats before = service_->stats();
+    guard = dlock::LockGuard();  // returns once the release is sent
+    dlock::LockStats after = service_->stats();
+    const auto settled = [&] {
+      after = service_->stats();
+      return after.released + after.lost + after.releases_failed > before.released + before.lost + before.releases_failed;
+    };
+    const auto give_up = std::chrono::steady_clock::now() + 2 * config_.redis.command_timeout + 1s;
+    while (!settled() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
+    if (after.lost > before.lost) {
+      while (hooks_told_.load() < after.lost && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(1ms);
+      }
+      log_.append("release", {{"outcome", "error"}, {"error", "LockLostError"}}, "found lost by its release");
+    } else if (after.released > before.released) {
+      log_.append("release", {{"outcome", "ok"}});
+    } else {
+      log_.append("release", {{"outcome", "error"}, {"error", "ConnectionError"}}, "no verdict on the release");
     }
   }
 
@@ -180,6 +222,8 @@ class Worker {
   dlock::history::EventLog log_;
   bool fixed_lease_;
   bool async_;
+  bool destructor_release_;
+  std::atomic<std::uint64_t> hooks_told_{0};
   dlock::Millis lease_;
   std::mt19937 random_;
   std::uniform_int_distribution<int> work_ms_{5, 60};
@@ -195,9 +239,9 @@ class Worker {
 
 int main(int argc, char** argv) {
   const example::Flags flags(
-      argc, argv, {"--port", "--id", "--file", "--mode", "--api", "--lease-ms", "--seed", "--max-seconds"}, {},
+      argc, argv, {"--port", "--id", "--file", "--mode", "--api", "--release", "--lease-ms", "--seed", "--max-seconds"}, {},
       "usage: history_worker --port P --id N --file PATH [--mode watchdog|fixed] [--api blocking|async]\n"
-      "                      [--lease-ms 1000] [--seed S] [--max-seconds 900]\n");
+      "                      [--release unlock|destructor] [--lease-ms 1000] [--seed S] [--max-seconds 900]\n");
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the driver
   std::signal(SIGTERM, on_term);
   const std::string mode = flags.text("--mode", "watchdog");

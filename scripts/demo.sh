@@ -13,6 +13,8 @@ case "$mode" in
   ""|tls|sentinel|cluster|redlock) ;;
   *) echo "usage: $0 [tls|sentinel|cluster|redlock]" >&2; exit 64 ;;
 esac
+# Only what the demo runs; ./scripts/test.sh builds the rest.
+setup_targets="flash_sale async_flash_sale nested_reentrant scheduled_job dlock_cli"
 source scripts/setup.sh
 if [ "$mode" = sentinel ]; then exec scripts/demo_sentinel.sh; fi
 if [ "$mode" = tls ]; then

@@ -31,7 +31,7 @@ source scripts/setup.sh
 if [ -z "$sanitize" ]; then
   # The Lua scripts, linted as written and as Redis runs them (includes pasted in by the build):
   # unused variables, globals written or read by mistake, shadowing, unreachable code (.luacheckrc).
-  luacheck --quiet core/scripts integration/cli/scripts build/generated/lua
+  luacheck --quiet core/scripts examples/scripts build/generated/lua
   cd build
   ctest -j"$(nproc)" --output-on-failure --timeout 300
   exit 0
@@ -57,9 +57,11 @@ fi
 
 # The benchmarks are left to the plain build: timings mean nothing under a sanitizer, and the code they
 # drive is the library's, which the suite runs under it already; building them twice more costs CI minutes.
+# So are the docs' cpp blocks (tests/docs): whether they compile does not depend on the sanitizer.
 # -O1 -g1 (line tables only): what the sanitizers' own documentation suggests, and reports still name
 # file:line; -O2 -g took twice as long to build under ASan (about 20 minutes here, against 10).
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_WERROR=ON -DDLOCK_BUILD_BENCH=OFF \
+  -DDLOCK_BUILD_DOC_SNIPPETS=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags"
 cmake --build "$build_dir" -j"$(nproc)"

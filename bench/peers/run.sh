@@ -66,6 +66,7 @@ errors=$redis_dir/client.err
 # name | command printing cycles/s | reentrant | fair | fenced
 clients=(
   "dlock|$bench --cycles dlock --seconds $seconds --redis $address|yes|yes|yes"
+  "dlock RAII (release unawaited)|$bench --cycles dlock-raii --seconds $seconds --redis $address|yes|yes|yes"
   "dlock scripts raw (ideal)|$bench --cycles ideal --seconds $seconds --redis $address|yes|yes|yes"
   "minimal reentrant pair|$bench --cycles minimal-pair --seconds $seconds --redis $address|yes|no|yes"
   "bare SET NX PX + CAD|$bench --cycles bare --seconds $seconds --redis $address|no|no|no"
@@ -106,7 +107,7 @@ round_ratios() { awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b,
 
 echo
 echo "cycles/s: median of the rounds; x bare: median of the rounds' ratios to the bare client's rate"
-printf '%-28s %10s %8s  %-9s %-4s %-6s  %s\n' client cycles/s "x bare" reentrant fair fenced "rounds (cycles/s)"
+printf '%-31s %10s %8s  %-9s %-4s %-6s  %s\n' client cycles/s "x bare" reentrant fair fenced "rounds (cycles/s)"
 for ((i = 0; i < count; ++i)); do
   IFS='|' read -r name _ reentrant fair fenced <<<"${clients[$i]}"
   # shellcheck disable=SC2086  # the rounds are words on purpose
@@ -114,7 +115,7 @@ for ((i = 0; i < count; ++i)); do
   # shellcheck disable=SC2046
   ratio=$(median $(round_ratios "${results[$i]:-}" "${results[$bare]:-}"))
   [ "$ratio" = - ] || ratio=$(printf '%.3f' "$ratio")
-  printf '%-28s %10s %8s  %-9s %-4s %-6s %s\n' "$name" "${rate%.*}" "$ratio" "$reentrant" "$fair" "$fenced" \
+  printf '%-31s %10s %8s  %-9s %-4s %-6s %s\n' "$name" "${rate%.*}" "$ratio" "$reentrant" "$fair" "$fenced" \
     "${results[$i]:-}"
 done
 if apt-cache policy libredis++-dev 2>/dev/null | grep -q 'Candidate: [0-9]'; then

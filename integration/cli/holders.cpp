@@ -7,10 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "dlock/detail/acquisition_id.hpp"
-#include "dlock/errors.hpp"
 #include "json.hpp"
-#include "node_reads.hpp"
 
 namespace dlock::cli {
 namespace {
@@ -41,36 +38,7 @@ std::string utc_timestamp(long long unix_ms) {
   return text;
 }
 
-std::optional<detail::InstanceEntry> HolderDirectory::service(const std::string& instance_id) {
-  if (auto known = entries_.find(instance_id); known != entries_.end()) return known->second;
-  std::optional<detail::InstanceEntry> entry;
-  try {
-    // On a Redlock, any node's entry: only the service writes it, always the same text, so a node
-    // without it (restarted since, or missed a write) knows less, never otherwise.
-    const RedisCommand get{"GET", detail::instance_key(key_prefix_, instance_id)};
-    for (const NodeReplies& node : pipeline_on_each_node(redis_, {get})) {
-      if (entry || !node || node->front().type != RedisReply::Type::String) continue;
-      entry = detail::decode_instance(node->front().str);
-    }
-  } catch (const ConnectionError&) {
-    // The lock itself was read; who holds it stays unknown.
-  }
-  return entries_[instance_id] = entry;
-}
-
-Holder HolderDirectory::holder(const std::string& owner, long long hold_count) {
-  Holder holder{owner, hold_count, std::nullopt, std::nullopt};
-  const auto id = detail::parse_acquisition_id(owner);
-  if (!id) return holder;
-  holder.service = service(std::string(id->instance));
-  if (holder.service) {
-    holder.since_unix_ms =
-        holder.service->started_unix_ms + static_cast<long long>(id->micros_since_start / 1000);
-  }
-  return holder;
-}
-
-std::string holder_text(const Holder& holder, long long now_unix_ms) {
+std::string holder_text(const LockHolder& holder, long long now_unix_ms) {
   if (!holder.service) return "a service with no registry entry (stopped, crashed, or not allowed to write one)";
   std::string text = "pid " + std::to_string(holder.service->pid) + " on " + holder.service->host;
   if (holder.since_unix_ms) {
@@ -80,7 +48,7 @@ std::string holder_text(const Holder& holder, long long now_unix_ms) {
   return text;
 }
 
-std::string holder_json_fields(const Holder& holder) {
+std::string holder_json_fields(const LockHolder& holder) {
   const auto& service = holder.service;
   return ",\"host\":" + (service ? json_string(service->host) : std::string("null")) +
          ",\"pid\":" + (service ? std::to_string(service->pid) : std::string("null")) +

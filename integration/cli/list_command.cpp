@@ -10,13 +10,13 @@
 
 #include "cli_config.hpp"
 #include "cli_options.hpp"
+#include "dlock/detail/inspection_scripts.hpp"
 #include "dlock/factory.hpp"
 #include "exit_codes.hpp"
 #include "holders.hpp"
 #include "list_output.hpp"
 #include "list_rows.hpp"
 #include "list_scan.hpp"
-#include "lua/cli_scripts.hpp"
 
 namespace dlock::cli {
 
@@ -56,13 +56,14 @@ int list_command(std::span<char* const> args) {
   const Config config = resolve_config(parsed);
   const auto redis_executor = make_executor(config.redis);
   RedisExecutor& redis = *redis_executor;
-  HolderDirectory holders(redis, config.lock.key_prefix);
+  detail::HolderDirectory holders(redis, config.lock.key_prefix);
   const std::string& prefix = config.lock.key_prefix;
   const FoundNames found = scan_names(redis, prefix, pattern);
   std::vector<ListRow> rows = lock_rows(redis, holders, prefix, found.locks);
   // A Redlock offers neither read-write locks nor semaphores: what its nodes hold of them is no one's.
   if (redis.quorum_nodes().empty() && !(found.read_write.empty() && found.semaphores.empty())) {
-    CliScript script(redis, std::string(lua::shared_status), "read a read-write lock's and a semaphore's holders");
+    detail::LoadedScript script(redis, detail::kSharedStatusScript.source,
+                                "read a read-write lock's and a semaphore's holders");
     std::set<std::string> keys = found.read_write;
     keys.insert(found.semaphores.begin(), found.semaphores.end());
     std::vector<ListRow> shared = shared_rows(script, holders, redis.endpoint(), config.lock, keys);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "dlock/detail/key_label.hpp"
+#include "holders.hpp"
 #include "json.hpp"
 
 namespace dlock::cli {
@@ -64,7 +65,7 @@ std::string list_json(const std::vector<ListRow>& rows) {
     out << (i ? ",\n " : "") << "{\"key\":" << json_string(row.key) << ",\"kind\":" << json_string(row.kind)
         << ",\"owner\":" << (row.holder ? json_string(row.holder->owner) : "null")
         << ",\"hold_count\":" << (row.holder ? std::to_string(row.holder->hold_count) : "null")
-        << holder_json_fields(row.holder.value_or(Holder{})) << ",\"lease_ms\":" << json_number(row.lease_ms)
+        << holder_json_fields(row.holder.value_or(LockHolder{})) << ",\"lease_ms\":" << json_number(row.lease_ms)
         << ",\"waiters\":" << json_number(row.waiters) << ",\"fencing_token\":" << json_number(row.fencing_token)
         << ",\"permits\":" << json_number(row.permits) << ",\"lock_name\":" << json_string(row.lock_name);
     if (!row.error.empty()) out << ",\"error\":" << json_string(row.error);

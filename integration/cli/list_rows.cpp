@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "node_reads.hpp"
-#include "quorum_status.hpp"
-#include "redis_refusal.hpp"
-#include "reply_integer.hpp"
-#include "shared_status.hpp"
+#include "dlock/detail/node_reads.hpp"
+#include "dlock/detail/quorum_status.hpp"
+#include "dlock/detail/redis_refusal.hpp"
+#include "dlock/detail/reply_integer.hpp"
+#include "dlock/detail/shared_reading.hpp"
 
 namespace dlock::cli {
 
@@ -19,9 +19,10 @@ constexpr std::size_t kBatch = 100;
 
 // Each node's reply to the read of one lock, in the status script's shape {HGETALL, PTTL, GET fence}
 // (HGETALL's refusal as it is), from the batch's replies at `first` (HGETALL, PTTL, ZCARD, GET).
-std::vector<std::optional<RedisReply>> status_replies(const std::vector<NodeReplies>& nodes, std::size_t first) {
+std::vector<std::optional<RedisReply>> status_replies(const std::vector<detail::NodeReplies>& nodes,
+                                                      std::size_t first) {
   std::vector<std::optional<RedisReply>> replies;
-  for (const NodeReplies& node : nodes) {
+  for (const detail::NodeReplies& node : nodes) {
     if (!node) {
       replies.emplace_back();
       continue;
@@ -34,23 +35,24 @@ std::vector<std::optional<RedisReply>> status_replies(const std::vector<NodeRepl
 }
 
 // The most waiters any node has in line (a waiter stands in line on every node it reached).
-std::optional<long long> waiters_of(const std::vector<NodeReplies>& nodes, std::size_t first) {
+std::optional<long long> waiters_of(const std::vector<detail::NodeReplies>& nodes, std::size_t first) {
   std::optional<long long> most;
-  for (const NodeReplies& node : nodes) {
+  for (const detail::NodeReplies& node : nodes) {
     if (!node) continue;
-    if (const auto waiting = integer_of((*node)[first + 2])) most = std::max(most.value_or(*waiting), *waiting);
+    if (const auto waiting = detail::integer_of((*node)[first + 2])) most = std::max(most.value_or(*waiting), *waiting);
   }
   return most;
 }
 
-ListRow shared_row(const std::string& key, const char* kind, const std::string& name, const RecordHolder& record,
+ListRow shared_row(const std::string& key, const char* kind, const std::string& name, const LockHolder& record,
                    std::optional<long long> waiters) {
-  return ListRow{key, kind, name, record.holder, record.lease_ms, waiters, std::nullopt, std::nullopt, {}};
+  const auto lease_ms = record.lease_left ? std::optional<long long>(record.lease_left->count()) : std::nullopt;
+  return ListRow{key, kind, name, record, lease_ms, waiters, std::nullopt, std::nullopt, {}};
 }
 
 }  // namespace
 
-std::vector<ListRow> lock_rows(RedisExecutor& redis, HolderDirectory& holders, const std::string& prefix,
+std::vector<ListRow> lock_rows(RedisExecutor& redis, detail::HolderDirectory& holders, const std::string& prefix,
                                const std::set<std::string>& names) {
   const std::vector<std::string> ordered(names.begin(), names.end());
   const bool quorum = !redis.quorum_nodes().empty();
@@ -63,7 +65,7 @@ std::vector<ListRow> lock_rows(RedisExecutor& redis, HolderDirectory& holders, c
       commands.insert(commands.end(), {{"HGETALL", name}, {"PTTL", name}, {"ZCARD", name + ":queue"},
                                        {"GET", name + ":fence"}});
     }
-    const std::vector<NodeReplies> nodes = pipeline_on_each_node(redis, commands);
+    const std::vector<detail::NodeReplies> nodes = detail::pipeline_on_each_node(redis, commands);
     for (std::size_t i = first; i < last; ++i) {
       const std::size_t at = 4 * (i - first);
       ListRow row;
@@ -71,41 +73,44 @@ std::vector<ListRow> lock_rows(RedisExecutor& redis, HolderDirectory& holders, c
       row.key = ordered[i].substr(prefix.size() + 1, ordered[i].size() - prefix.size() - 2);
       row.kind = "lock";
       row.waiters = waiters_of(nodes, at);
-      const std::optional<RedisReply> agreed = decided_status(status_replies(nodes, at), quorum);
+      const std::optional<RedisReply> agreed = detail::decided_status(status_replies(nodes, at), quorum);
       if (!agreed) {
-        row.error = no_majority_agrees(redis.endpoint(), nodes.size(), row.lock_name);
+        row.error = detail::no_majority_agrees(redis.endpoint(), nodes.size(), row.lock_name);
         rows.push_back(std::move(row));
         continue;
       }
-      if (agreed->is_error()) throw_refusal(refusal_of(redis.endpoint(), "cannot read " + row.lock_name, *agreed));
+      if (agreed->is_error()) {
+        detail::throw_refusal(detail::refusal_of(redis.endpoint(), "cannot read " + row.lock_name, *agreed));
+      }
       const RedisReply& hash = agreed->elements[0];
       if (hash.elements.size() < 2) continue;  // released since the scan, or held by a minority of the nodes
-      row.holder = holders.holder(hash.elements[0].str, integer_of(hash.elements[1]).value_or(0));
-      if (const auto pttl = integer_of(agreed->elements[1]); pttl && *pttl >= 0) row.lease_ms = pttl;
-      row.fencing_token = integer_of(agreed->elements[2]);
+      row.holder = holders.holder(hash.elements[0].str, detail::integer_of(hash.elements[1]).value_or(0));
+      if (const auto pttl = detail::integer_of(agreed->elements[1]); pttl && *pttl >= 0) row.lease_ms = pttl;
+      row.fencing_token = detail::integer_of(agreed->elements[2]);
       rows.push_back(std::move(row));
     }
   }
   return rows;
 }
 
-std::vector<ListRow> shared_rows(CliScript& script, HolderDirectory& holders, const std::string& endpoint,
-                                 const LockConfig& config, const std::set<std::string>& keys) {
+std::vector<ListRow> shared_rows(detail::LoadedScript& script, detail::HolderDirectory& holders,
+                                 const std::string& endpoint, const LockConfig& config,
+                                 const std::set<std::string>& keys) {
   std::vector<ListRow> rows;
   for (const std::string& key : keys) {
-    const SharedStatus status = read_shared_status(script, holders, endpoint, config, key);
-    for (const Refusal* refusal : {&status.read_write.refusal, &status.semaphore.refusal}) {
-      if (*refusal) throw_refusal(*refusal);
+    const detail::SharedReading status = detail::read_shared_status(script, holders, endpoint, config, key);
+    for (const detail::Refusal* refusal : {&status.read_write.refusal, &status.semaphore.refusal}) {
+      if (*refusal) detail::throw_refusal(*refusal);
     }
-    const ReadWriteStatus& rw = status.read_write;
+    const ReadWriteLockStatus& rw = status.read_write.status;
     const std::string rw_name = config.key_prefix + "{" + key + "}:rw";
     if (rw.writer) {
       rows.push_back(shared_row(key, "write", rw_name, *rw.writer, rw.waiters));
       rows.back().fencing_token = rw.fencing_token;
     }
-    for (const RecordHolder& reader : rw.readers) rows.push_back(shared_row(key, "read", rw_name, reader, rw.waiters));
-    const SemaphoreStatus& semaphore = status.semaphore;
-    for (const RecordHolder& holder : semaphore.holders) {
+    for (const LockHolder& reader : rw.readers) rows.push_back(shared_row(key, "read", rw_name, reader, rw.waiters));
+    const SemaphoreStatus& semaphore = status.semaphore.status;
+    for (const LockHolder& holder : semaphore.holders) {
       rows.push_back(shared_row(key, "semaphore", config.key_prefix + "{" + key + "}:semaphore", holder,
                                 semaphore.waiters));
       rows.back().permits = semaphore.permits;

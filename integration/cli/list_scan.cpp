@@ -11,8 +11,8 @@
 #include "dlock/detail/quorum.hpp"
 #include "dlock/errors.hpp"
 #include "glob_match.hpp"
-#include "node_reads.hpp"
-#include "redis_refusal.hpp"
+#include "dlock/detail/node_reads.hpp"
+#include "dlock/detail/redis_refusal.hpp"
 
 namespace dlock::cli {
 
@@ -35,7 +35,7 @@ std::vector<std::string> scan_hashes(RedisExecutor& redis, const std::string& ma
   do {
     const RedisReply reply = redis.command({"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "hash"});
     if (reply.is_error() || reply.elements.size() != 2) {
-      throw_refusal(refusal_of(redis.endpoint(), "cannot list the locks (SCAN)", reply));
+      detail::throw_refusal(detail::refusal_of(redis.endpoint(), "cannot list the locks (SCAN)", reply));
     }
     cursor = reply.elements[0].str;
     for (const RedisReply& name : reply.elements[1].elements) names.push_back(name.str);
@@ -82,7 +82,7 @@ FoundNames scan_names(RedisExecutor& redis, const std::string& prefix, const std
   // A node that refuses SCAN (a missing right on that node alone) is passed
   // over as a node down is: the majority decides; a refusal speaks for the
   // Redlock only when a majority of the nodes gave it.
-  require_majority_or_refusal(detail::in_parallel(nodes.size(), [&](std::size_t i) { scan(*nodes[i]); }),
+  detail::require_majority_or_refusal(detail::in_parallel(nodes.size(), [&](std::size_t i) { scan(*nodes[i]); }),
                               "list the locks");
   return found;
 }

@@ -23,7 +23,7 @@
 #include "dlock/version.hpp"
 #include "exit_codes.hpp"
 #include "list_command.hpp"
-#include "redis_refusal.hpp"
+#include "dlock/detail/redis_refusal.hpp"
 #include "run_command.hpp"
 #include "status_command.hpp"
 #include "unlock_command.hpp"
@@ -47,7 +47,8 @@ const char* const kUsage =
     "Every command takes --config FILE (default: $DLOCK_CONFIG, else built-in defaults:\n"
     "Redis at 127.0.0.1:6379, prefix dlock:, overridden by DLOCK_REDIS_HOST/PORT/PASSWORD),\n"
     "and --section NAME to read only dlock's section of a service's own config file.\n"
-    "Exit status 64 bad usage, 69 Redis unreachable or not serving for now, 76 Redis refused (a name\n"
+    "Exit status 64 bad usage, 69 Redis unreachable, refusing the login (authentication failed) or not\n"
+    "serving for now (over a Redlock: too few nodes past their restart delay), 76 Redis refused (a name\n"
     "holding another type, a missing ACL right, a read-only replica), 78 bad config, 70 internal error, 71 system error;\n"
     "see each command's help.\n";
 
@@ -87,13 +88,22 @@ int run_reporting_errors(const Subcommand& command, std::span<char* const> args)
                        : "")
               << "\n";
     return kExitConfig;
+  } catch (const dlock::AuthenticationError& e) {
+    // Redis answered and refused the login: the words "unreachable" would send an operator after the network.
+    const std::string message = e.what();
+    const bool said = message.find("authentication failed") != std::string::npos;
+    std::cerr << "dlock: " << (said ? "" : "authentication failed: ") << message << "\n";
+    return kExitUnavailable;
+  } catch (const dlock::RestartDelayError& e) {
+    std::cerr << "dlock: the redlock nodes answered, but too few may vote yet (restart delay): " << e.what() << "\n";
+    return kExitUnavailable;
   } catch (const dlock::ConnectionError& e) {
     std::cerr << "dlock: redis unreachable: " << e.what() << "\n";
     return kExitUnavailable;
   } catch (const dlock::RedisError& e) {
     std::string message = e.what();
     // The library words a READONLY refusal as one of rights; say what it is (once).
-    const std::string advice = refusal_advice(message);
+    const std::string advice = dlock::detail::refusal_advice(message);
     if (message.find("READONLY") != std::string::npos && message.find(advice) == std::string::npos) {
       message += "; " + advice;
     }

@@ -22,12 +22,10 @@
 #include "duration.hpp"
 #include "dlock/dlock.hpp"
 #include "exit_codes.hpp"
+#include "dlock/detail/inspection_scripts.hpp"
+#include "dlock/detail/lock_reading.hpp"
 #include "holders.hpp"
-#include "lock_names.hpp"
-#include "lua/cli_scripts.hpp"
-#include "node_script.hpp"
-#include "quorum_status.hpp"
-#include "redis_refusal.hpp"
+#include "replica_check.hpp"
 #include "signal_forwarder.hpp"
 
 namespace dlock::cli {
@@ -41,7 +39,8 @@ const char* const kRunUsage =
     "  --write          hold KEY's write lock: alone, after the readers before it\n"
     "  --permits NAME:N hold one permit of the semaphore NAME instead of a lock: at most N such\n"
     "                   commands run at once (N is its count if it has none yet; set_permits changes it)\n"
-    "  --wait DUR       how long to wait for a busy lock (default: lock.wait_ms of the config, 0 = try once)\n"
+    "  --wait DUR       how long to wait for a busy lock; 0 = try once (default: lock.wait_ms of the\n"
+    "                   config file, 10s when it does not set it or without a file)\n"
     "  --lease DUR      fixed lease, never renewed (default: watchdog-renewed for as long as COMMAND runs)\n"
     "  --config FILE    dlock YAML config (default: $DLOCK_CONFIG, else built-in defaults\n"
     "                   with DLOCK_REDIS_HOST/PORT/PASSWORD applied)\n"
@@ -82,12 +81,11 @@ std::string current_holder(const Config& config, const std::string& key) {
   try {
     const auto redis_executor = make_executor(config.redis, false);
     RedisExecutor& redis = *redis_executor;
-    const LockNames names = lock_names(config.lock, key);
-    NodeScript script(redis, std::string(lua::status), "read who holds the lock");
-    const std::optional<RedisReply> agreed = decided_status(script.run({names.lock, names.fence}), script.quorum());
-    if (!agreed || agreed->is_error() || agreed->elements.empty() || agreed->elements[0].elements.size() < 2) return "";
-    HolderDirectory holders(redis, config.lock.key_prefix);
-    return ", held by " + holder_text(holders.holder(agreed->elements[0].elements[0].str, 0), now_unix_ms());
+    detail::NodeScript script(redis, detail::kLockStatusScript.source, "read who holds the lock");
+    detail::HolderDirectory holders(redis, config.lock.key_prefix);
+    const detail::LockReading reading = detail::read_lock_status(script, holders, redis.endpoint(), config.lock, key);
+    if (reading.refusal || !reading.status.held()) return "";
+    return ", held by " + holder_text(reading.status.holders.front(), now_unix_ms());
   } catch (const Error&) {
     return "";
   }
@@ -214,7 +212,9 @@ int run_command(std::span<char* const> args) {
                 << "; tried once, without waiting: pass --wait DUR to wait for it\n";
     } else {
       std::cerr << "dlock: " << state->key << " is still busy after waiting " << options.wait->count() << "ms"
-                << holder << "; COMMAND did not run\n";
+                << holder << "; COMMAND did not run"
+                << (parsed.has("--wait") ? "" : " (the wait is the config's lock.wait_ms: pass --wait DUR to change it)")
+                << "\n";
     }
     return kExitTempFail;
   }

@@ -9,18 +9,14 @@
 #include <vector>
 
 #include "cli_config.hpp"
-#include "cli_script.hpp"
+#include "dlock/detail/inspection_scripts.hpp"
+#include "dlock/detail/lock_reading.hpp"
+#include "dlock/detail/shared_reading.hpp"
 #include "cli_options.hpp"
 #include "dlock/factory.hpp"
 #include "exit_codes.hpp"
 #include "holders.hpp"
 #include "json.hpp"
-#include "lock_names.hpp"
-#include "lua/cli_scripts.hpp"
-#include "node_script.hpp"
-#include "quorum_status.hpp"
-#include "redis_refusal.hpp"
-#include "reply_integer.hpp"
 #include "shared_status.hpp"
 
 namespace dlock::cli {
@@ -50,91 +46,63 @@ const char* const kStatusUsage =
 
 namespace {
 
-struct LockStatus {
+// A key as the command shows it: its lock as read (or refused), and its read-write lock and semaphore.
+struct KeyStatus {
   std::string key;
-  std::string lock_name;                   // where it was looked for: P{KEY}
-  std::vector<Holder> owners;              // normally zero or one
-  std::optional<long long> lease_ms;       // PTTL while held; none when free or without expiry
-  std::optional<long long> fencing_token;  // none if never locked
-  Refusal refusal;                         // set: held or free is unknown
-  SharedStatus shared;                     // the read-write lock and semaphore of the same name
+  detail::LockReading lock;
+  detail::SharedReading shared;  // the read-write lock and semaphore of the same name
 };
-
-LockStatus read_status(NodeScript& script, HolderDirectory& holders, const std::string& endpoint,
-                       const LockConfig& config, const std::string& key) {
-  const LockNames names = lock_names(config, key);
-  LockStatus status;
-  status.key = key;
-  status.lock_name = names.lock;
-  const std::optional<RedisReply> agreed = decided_status(script.run({names.lock, names.fence}), script.quorum());
-  if (!agreed) {
-    status.refusal = {no_majority_agrees(endpoint, script.nodes(), names.lock), true};
-    return status;
-  }
-  const RedisReply& reply = *agreed;
-  if (reply.is_error() || reply.elements.size() != 3) {
-    status.refusal = refusal_of(endpoint, "cannot read " + names.lock, reply);
-    return status;
-  }
-  const RedisReply& hash = reply.elements[0];
-  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
-    status.owners.push_back(holders.holder(hash.elements[i].str, integer_of(hash.elements[i + 1]).value_or(0)));
-  }
-  if (!status.owners.empty() && reply.elements[1].integer >= 0) status.lease_ms = reply.elements[1].integer;
-  const RedisReply& fence = reply.elements[2];
-  if (!fence.is_nil()) {
-    status.fencing_token = integer_of(fence);
-    if (!status.fencing_token) {
-      status.refusal = {"redis " + endpoint + ": " + names.fence + " is not a fencing counter; another program uses "
-                        "that name: delete it or choose another lock.key_prefix", false};
-    }
-  }
-  return status;
-}
 
 std::string json_optional(const std::optional<long long>& value) {
   return value ? std::to_string(*value) : "null";
 }
 
-std::string to_json(const std::vector<LockStatus>& statuses, const std::string& endpoint) {
+std::optional<long long> lease_ms(const LockStatus& status) {
+  return status.lease_left ? std::optional<long long>(status.lease_left->count()) : std::nullopt;
+}
+
+std::string to_json(const std::vector<KeyStatus>& statuses, const std::string& endpoint) {
   std::ostringstream out;
   out << "[";
   for (std::size_t i = 0; i < statuses.size(); ++i) {
-    const LockStatus& s = statuses[i];
-    const bool held = !s.owners.empty();
-    const bool known = !s.refusal;  // a refused read is neither held nor free: null
-    out << (i ? ",\n " : "") << "{\"key\":" << json_string(s.key)
+    const LockStatus& s = statuses[i].lock.status;
+    const detail::Refusal& refusal = statuses[i].lock.refusal;
+    const bool held = s.held();
+    const bool known = !refusal;  // a refused read is neither held nor free: null
+    out << (i ? ",\n " : "") << "{\"key\":" << json_string(statuses[i].key)
         << ",\"held\":" << (!known ? "null" : held ? "true" : "false")
-        << ",\"owner\":" << (held ? json_string(s.owners.front().owner) : "null")
-        << ",\"hold_count\":" << (held ? s.owners.front().hold_count : 0)
-        << (held ? holder_json_fields(s.owners.front()) : holder_json_fields(Holder{}))
-        << ",\"lease_ms\":" << json_optional(s.lease_ms) << ",\"fencing_token\":" << json_optional(s.fencing_token)
+        << ",\"owner\":" << (held ? json_string(s.holders.front().owner) : "null")
+        << ",\"hold_count\":" << (held ? s.holders.front().hold_count : 0)
+        << (held ? holder_json_fields(s.holders.front()) : holder_json_fields(LockHolder{}))
+        << ",\"lease_ms\":" << json_optional(lease_ms(s)) << ",\"fencing_token\":" << json_optional(s.fencing_token)
         << ",\"owners\":[";
-    for (std::size_t k = 0; k < s.owners.size(); ++k) {
-      out << (k ? "," : "") << "{\"token\":" << json_string(s.owners[k].owner)
-          << ",\"hold_count\":" << s.owners[k].hold_count << holder_json_fields(s.owners[k]) << "}";
+    for (std::size_t k = 0; k < s.holders.size(); ++k) {
+      out << (k ? "," : "") << "{\"token\":" << json_string(s.holders[k].owner)
+          << ",\"hold_count\":" << s.holders[k].hold_count << holder_json_fields(s.holders[k]) << "}";
     }
-    out << "]" << shared_status_json(s.shared) << ",\"lock_name\":" << json_string(s.lock_name)
+    out << "]" << shared_status_json(statuses[i].shared) << ",\"lock_name\":" << json_string(s.lock_name)
         << ",\"redis\":" << json_string(endpoint);
-    if (s.refusal) out << ",\"error\":" << json_string(s.refusal.error);
+    if (refusal) out << ",\"error\":" << json_string(refusal.error);
     out << "}";
   }
   out << "]\n";
   return out.str();
 }
 
-std::string to_text(const LockStatus& s, const std::string& endpoint, long long now_ms) {
+std::string to_text(const KeyStatus& key_status, const std::string& endpoint, long long now_ms) {
+  const LockStatus& s = key_status.lock.status;
   std::ostringstream out;
-  out << s.key << ": ";
-  if (s.refusal) return out.str() + "unknown; " + s.refusal.error;
-  if (s.owners.empty()) {
+  out << key_status.key << ": ";
+  if (key_status.lock.refusal) return out.str() + "unknown; " + key_status.lock.refusal.error;
+  if (!s.held()) {
     out << "free (no lock " << s.lock_name << " on redis " << endpoint << ")";
   } else {
-    for (std::size_t k = 0; k < s.owners.size(); ++k) {
-      out << (k ? "; also " : "held by ") << holder_text(s.owners[k], now_ms) << ", owner " << s.owners[k].owner
-          << " (hold count " << s.owners[k].hold_count << ")";
+    for (std::size_t k = 0; k < s.holders.size(); ++k) {
+      out << (k ? "; also " : "held by ") << holder_text(s.holders[k], now_ms) << ", owner " << s.holders[k].owner
+          << " (hold count " << s.holders[k].hold_count << ")";
     }
-    out << ", lease " << (s.lease_ms ? std::to_string(*s.lease_ms) + "ms left" : std::string("without expiry"));
+    out << ", lease "
+        << (s.lease_left ? std::to_string(s.lease_left->count()) + "ms left" : std::string("without expiry"));
   }
   out << ", fencing token " << (s.fencing_token ? std::to_string(*s.fencing_token) : std::string("none"));
   return out.str();
@@ -153,23 +121,26 @@ int status_command(std::span<char* const> args) {
   const Config config = resolve_config(parsed);
   const auto redis_executor = make_executor(config.redis);
   RedisExecutor& redis = *redis_executor;
-  NodeScript script(redis, std::string(lua::status), "read a lock's status");
+  detail::NodeScript script(redis, detail::kLockStatusScript.source, "read a lock's status");
   // A Redlock offers neither read-write locks nor semaphores: nothing there to look for.
-  std::optional<CliScript> shared_script;
+  std::optional<detail::LoadedScript> shared_script;
   if (!script.quorum()) {
-    shared_script.emplace(redis, std::string(lua::shared_status), "read a read-write lock's and a semaphore's status");
+    shared_script.emplace(redis, detail::kSharedStatusScript.source,
+                          "read a read-write lock's and a semaphore's status");
   }
-  HolderDirectory holders(redis, config.lock.key_prefix);
+  detail::HolderDirectory holders(redis, config.lock.key_prefix);
 
-  std::vector<LockStatus> statuses;
+  std::vector<KeyStatus> statuses;
   bool any_refusal = false;  // a "no": exit 76
   bool any_not_now = false;  // only "not now"s: exit 69, try again
   for (const auto& key : parsed.positionals) {
-    statuses.push_back(read_status(script, holders, redis.endpoint(), config.lock, key));
-    LockStatus& status = statuses.back();
-    if (shared_script) status.shared = read_shared_status(*shared_script, holders, redis.endpoint(), config.lock, key);
-    for (const Refusal* refusal :
-         {&status.refusal, &status.shared.read_write.refusal, &status.shared.semaphore.refusal}) {
+    statuses.push_back({key, detail::read_lock_status(script, holders, redis.endpoint(), config.lock, key), {}});
+    KeyStatus& status = statuses.back();
+    if (shared_script) {
+      status.shared = detail::read_shared_status(*shared_script, holders, redis.endpoint(), config.lock, key);
+    }
+    for (const detail::Refusal* refusal :
+         {&status.lock.refusal, &status.shared.read_write.refusal, &status.shared.semaphore.refusal}) {
       any_refusal = any_refusal || (*refusal && !refusal->for_now);
       any_not_now = any_not_now || (*refusal && refusal->for_now);
     }

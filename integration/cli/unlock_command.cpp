@@ -12,9 +12,9 @@
 #include "dlock/factory.hpp"
 #include "dlock/logging.hpp"
 #include "exit_codes.hpp"
-#include "forced_unlock.hpp"
+#include "dlock/detail/forced_unlock.hpp"
 #include "lock_names.hpp"
-#include "shared_unlock.hpp"
+#include "dlock/detail/shared_unlock.hpp"
 
 namespace dlock::cli {
 
@@ -49,12 +49,12 @@ void tell(spdlog::logger& logger, const std::string& name, const std::string& li
 
 int unlock_lock(RedisExecutor& redis, spdlog::logger& logger, const LockConfig& config, const std::string& key) {
   const std::string name = lock_names(config, key).lock;
-  const ForcedUnlock done = force_unlock(redis, config, key);
+  const ForcedUnlock done = detail::force_unlock(redis, config, key);
   const std::string of_nodes = " of " + std::to_string(done.nodes) + " nodes";
   const std::size_t silent = done.nodes - done.answered;
   bool removed = false;
   for (const RemovedOwner& owner : done.owners) {
-    const std::string what = owner.token + " (hold count " + std::to_string(owner.hold_count) + ")" +
+    const std::string what = owner.owner + " (hold count " + std::to_string(owner.hold_count) + ")" +
                              (done.quorum() ? " on " + std::to_string(owner.nodes) + of_nodes : "");
     if (done.may_have_held(owner)) {
       removed = true;
@@ -80,16 +80,16 @@ int unlock_lock(RedisExecutor& redis, spdlog::logger& logger, const LockConfig& 
 }
 
 int unlock_holders(RedisExecutor& redis, spdlog::logger& logger, const LockConfig& config, const std::string& key,
-                   SharedPart part, const std::string& owner) {
-  const bool read_write = part == SharedPart::read_write;
+                   detail::SharedPart part, const std::string& owner) {
+  const bool read_write = part == detail::SharedPart::read_write;
   const std::string label = key + (read_write ? " (read-write)" : " (semaphore)");
   const std::string name = config.key_prefix + "{" + key + "}" + (read_write ? ":rw" : ":semaphore");
-  const std::vector<RemovedHolder> removed = force_release_holders(redis, config, key, part, owner);
+  const std::vector<RemovedHolder> removed = detail::force_release_holders(redis, config, key, part, owner);
   for (const RemovedHolder& holder : removed) {
     const std::string count = read_write ? "hold count " + std::to_string(holder.count)
                                          : std::to_string(holder.count) + (holder.count == 1 ? " permit" : " permits");
     const std::string what = std::string(!read_write ? "holder " : holder.writer ? "writer " : "reader ") +
-                             holder.token + " (" + count + ")";
+                             holder.owner + " (" + count + ")";
     tell(logger, name, "removed " + what);
     std::cout << label << ": " << (read_write ? "unlocked" : "permits returned") << "; removed " << what << "\n";
   }
@@ -130,7 +130,8 @@ int unlock_command(std::span<char* const> args) {
     throw UsageError("--read-write and --semaphore: a Redlock (redis.mode: redlock) offers neither read-write locks "
                      "nor semaphores, so there is none to break");
   }
-  const SharedPart part = parsed.has("--read-write") ? SharedPart::read_write : SharedPart::semaphore;
+  const detail::SharedPart part =
+      parsed.has("--read-write") ? detail::SharedPart::read_write : detail::SharedPart::semaphore;
   return unlock_holders(redis, *logger, config.lock, key, part, owner);
 }
 

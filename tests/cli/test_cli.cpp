@@ -104,8 +104,9 @@ TEST_CASE("dlock run exits 75 when a busy lock is not had within the wait", "[cl
   CHECK_FALSE(fs::exists(dir.file("ran")));
   CHECK(guard);
 
-  // Without --wait, the config's wait (0: once): words a person would write, not "within 0ms".
-  const auto once = dlock_cli(dir, {"run", "cli:busy", "--config", config_file(dir, redis.port()), "--", "true"});
+  // --wait 0 tries once: words a person would write, not "within 0ms".
+  const auto once =
+      dlock_cli(dir, {"run", "cli:busy", "--wait", "0", "--config", config_file(dir, redis.port()), "--", "true"});
   CHECK(once.status == 75);
   CHECK_THAT(once.err, Catch::Contains("cli:busy is busy, held by pid") && Catch::Contains("tried once"));
   CHECK_THAT(once.err, !Catch::Contains("within 0"));
@@ -125,6 +126,36 @@ TEST_CASE("dlock run without --wait waits as long as the config's lock.wait_ms",
   release.join();
   INFO(result.err);
   CHECK(result.status == 0);
+}
+
+// Neither --wait nor lock.wait_ms in the file: the library's default wait (10 s), as flock(1) waits
+// unless -n. A config that says 0 tries once, and the message says where that wait came from.
+TEST_CASE("dlock run without --wait or lock.wait_ms waits the default wait and a config's 0 tries once", "[cli]") {
+  dlock::test::RedisServer redis;
+  TempDir dir;
+  auto holder = dlock::test::make_service(redis);
+  auto guard = holder->lock("cli:default-wait");
+  std::thread release([&] {
+    std::this_thread::sleep_for(500ms);
+    guard.unlock();
+  });
+  const auto waited = dlock_cli(dir, {"run", "cli:default-wait", "--config", config_file(dir, redis.port()), "--",
+                                      "touch", dir.file("ran")});
+  release.join();
+  INFO(waited.err);
+  CHECK(waited.status == 0);
+  CHECK(fs::exists(dir.file("ran")));
+
+  auto again = holder->lock("cli:default-wait");
+  const auto once = dlock_cli(dir, {"run", "cli:default-wait", "--config",
+                                    config_file(dir, redis.port(), "  wait_ms: 0\n"), "--", "true"});
+  CHECK(once.status == 75);
+  CHECK_THAT(once.err, Catch::Contains("tried once, without waiting: pass --wait DUR"));
+  const auto briefly = dlock_cli(dir, {"run", "cli:default-wait", "--config",
+                                       config_file(dir, redis.port(), "  wait_ms: 200\n"), "--", "true"});
+  CHECK(briefly.status == 75);
+  CHECK_THAT(briefly.err, Catch::Contains("after waiting 200ms") &&
+                              Catch::Contains("the wait is the config's lock.wait_ms: pass --wait DUR to change it"));
 }
 
 TEST_CASE("dlock run exits 69 when Redis is unreachable and 78 for a bad config", "[cli]") {

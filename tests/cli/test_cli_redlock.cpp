@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,7 @@ TEST_CASE("dlock run over a Redlock names the holder a majority holds when the l
   REQUIRE(redlock.nodes[0].run({"DEL", "dlock:{cli:busy}"}) == "1");
   REQUIRE(redlock.nodes[0].run({"HSET", "dlock:{cli:busy}", "stray-owner", "1"}) == "1");
 
-  const auto result = redlock.dlock({"run", "cli:busy", "--", "true"});
+  const auto result = redlock.dlock({"run", "cli:busy", "--wait", "0", "--", "true"});
   INFO(result.err);
   CHECK(result.status == 75);
   CHECK_THAT(result.err, Contains("held by pid " + std::to_string(::getpid()) + " on "));
@@ -197,4 +198,19 @@ TEST_CASE("dlock status and list and unlock over a Redlock ask the nodes at once
   nodes[3].thaw();
   nodes[4].thaw();
   CHECK(nodes[0].run({"EXISTS", "dlock:{cli:paused}"}) == "0");  // the forced release reached the majority
+}
+
+TEST_CASE("dlock run over fresh Redlock nodes says they are within their restart delay and until when",
+          "[cli][redlock]") {
+  RedlockNodes nodes(3);
+  TempDir dir;
+  // Each node just started: it sits out 30 s before its grants count.
+  const std::string yaml = dir.write("fresh.yaml", deployment_yaml(nodes.config(30000ms).redis));
+  const auto result = dlock_cli_with(dir, yaml, {"run", "cli:fresh", "--wait", "0", "--", "touch", dir.file("ran")});
+  INFO(result.err);
+  CHECK(result.status == 69);
+  CHECK_THAT(result.err, Contains("too few may vote yet (restart delay)"));
+  CHECK_THAT(result.err, Contains("redis.redlock.restarted_node_delay_ms") && Contains("may vote from 20"));
+  CHECK_THAT(result.err, !Contains("unreachable"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("ran")));
 }

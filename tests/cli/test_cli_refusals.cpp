@@ -1,6 +1,7 @@
 // When Redis refuses the dlock command (a name of another type, a missing
 // ACL right, a read-only replica): exit 76, a message saying which refusal it
-// was, and never a "free" for a lock that could not be read.
+// was, and never a "free" for a lock that could not be read. A refused login
+// is said as such (exit 69), never as an unreachable Redis.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -45,7 +46,7 @@ struct LockHeldElsewhere {
   std::string config;
 };
 
-// LockHeldElsewhere with dlock run as a user who has the README's rights but `missing`.
+// LockHeldElsewhere with dlock run as a user who has docs/operations.md's rights but `missing`.
 std::unique_ptr<LockHeldElsewhere> held_without(const std::string& missing) {
   auto rights = readme_minimal_acl();
   std::erase(rights, missing);
@@ -142,7 +143,7 @@ TEST_CASE("a read-only replica is reported as such, with exit 76", "[cli]") {
   CHECK(json_field(status.out, "held") == "true");
 }
 
-TEST_CASE("the README's ACL serves dlock status, list and unlock --force", "[cli][acl]") {
+TEST_CASE("the ACL of docs/operations.md serves dlock status, list and unlock --force", "[cli][acl]") {
   LockHeldElsewhere held("dlock", readme_minimal_acl());
 
   const auto status = held.dlock({"status", "cli:acl", "--json"});
@@ -230,4 +231,33 @@ TEST_CASE("DLOCK_REDIS_PORT=+6379 is refused without a config file as with one",
   const auto result = dlock_cli(dir, {"status", "cli:k"}, {.env = {"DLOCK_REDIS_PORT=+6379"}});
   CHECK(result.status == 78);
   CHECK_THAT(result.err, Catch::Contains("DLOCK_REDIS_PORT") && Catch::Contains("no sign"));
+}
+
+TEST_CASE("a wrong password makes dlock say authentication failed naming the server and the setting", "[cli][auth]") {
+  RedisServer redis({"--requirepass", "right"});
+  TempDir dir;
+  const std::string server = "127.0.0.1:" + std::to_string(redis.port());
+  const std::string wrong = config_file(dir, redis.port(), "", "  password: wrong\n");
+  const std::string none = config_file(dir, redis.port());
+  for (const auto& args : std::vector<std::vector<std::string>>{{"run", "cli:auth", "--config", wrong, "--", "true"},
+                                                                 {"status", "cli:auth", "--config", wrong},
+                                                                 {"status", "cli:auth", "--config", none}}) {
+    const auto result = dlock_cli(dir, args);
+    INFO(joined(args) << "\n" << result.err);
+    CHECK(result.status == 69);
+    CHECK_THAT(result.err, Catch::Contains(server + ": authentication failed") && Catch::Contains("redis.password"));
+    CHECK_THAT(result.err, !Catch::Contains("unreachable"));
+  }
+}
+
+TEST_CASE("a wrong password for an ACL user makes dlock name redis.username too", "[cli][auth]") {
+  RedisServer redis({"--user", "alice", "on", ">pw", "~*", "&*", "+@all"});
+  TempDir dir;
+  const auto result =
+      dlock_cli(dir, {"status", "cli:auth", "--config",
+                      config_file(dir, redis.port(), "", "  username: alice\n  password: not-pw\n")});
+  INFO(result.err);
+  CHECK(result.status == 69);
+  CHECK_THAT(result.err, Catch::Contains("authentication failed") && Catch::Contains("redis.username"));
+  CHECK_THAT(result.err, !Catch::Contains("unreachable"));
 }

@@ -17,7 +17,7 @@ using Catch::Matchers::Contains;
 using namespace dlock::test;
 
 // --- Defect: one node's refusal decides `dlock list` -------------------------
-// README, Redlock mode: "The dlock command decides by a majority of the nodes
+// docs/deployments.md, Redlock mode: "The dlock command decides by a majority of the nodes
 // everywhere, never by one node's reply ... a refusal a majority gave alike
 // as that refusal (exit 76) ... A node down is passed over while a majority
 // answers." `dlock status` and `unlock --force` keep that (NodeScript passes

@@ -113,7 +113,7 @@ TEST_CASE("an empty file gives the documented defaults") {
     CHECK(config.redis.pool_size == 8);
     CHECK(config.lock.key_prefix == "dlock:");
     CHECK(config.lock.watchdog_timeout == dlock::Millis(30000));
-    CHECK(config.lock.wait == dlock::Millis(0));
+    CHECK(config.lock.wait == dlock::Millis(10000));
     CHECK(config.lock.max_key_bytes == 1024);
     CHECK(config.lock.async_io_threads == 1);
     CHECK(config.logging.level == "info");
@@ -603,6 +603,37 @@ TEST_CASE("out-of-range, negative and overflowing numbers are refused with the r
   CHECK(error_of(file) == at(file, 2) + "redis.pool_size: 0 is out of range 1..1024");
   file = dir.write("lock:\n  async_io_threads: 0\n");
   CHECK(error_of(file) == at(file, 2) + "lock.async_io_threads: 0 is out of range 1..64");
+}
+
+TEST_CASE("lock.metrics sets the gauges' breakdown by key prefix and keeps its bound") {
+  NoOverrides env;
+  TempDir dir;
+  const auto defaults = dlock::load_config(dir.write("lock:\n  wait_ms: 0\n"));
+  CHECK_FALSE(defaults.lock.metrics.breaks_down_by_key_prefix());
+  CHECK(defaults.lock.metrics.max_key_prefixes == 20);
+  const auto config = dlock::load_config(dir.write(
+      "lock:\n  metrics:\n    key_prefixes: [\"order:\", \"stock:\"]\n    key_prefix_separator: \":\"\n"
+      "    max_key_prefixes: 5\n"));
+  CHECK(config.lock.metrics.key_prefixes == std::vector<std::string>{"order:", "stock:"});
+  CHECK(config.lock.metrics.key_prefix_separator == ":");
+  CHECK(config.lock.metrics.max_key_prefixes == 5);
+  CHECK(dlock::load_config(dir.write("lock:\n  metrics:\n    key_prefixes: \"job:\"\n")).lock.metrics.key_prefixes ==
+        std::vector<std::string>{"job:"});
+
+  auto file = dir.write("lock:\n  metrics:\n    key_prefixes: [a, b, c]\n    max_key_prefixes: 2\n");
+  CHECK(error_of(file) == at(file, 4) + "lock.metrics.key_prefixes: lists 3 prefixes, more than "
+                                        "lock.metrics.max_key_prefixes (2), the bound on series; list fewer or raise "
+                                        "the bound");
+  file = dir.write("lock:\n  metrics:\n    key_prefixes: [a, other]\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 3) + "lock.metrics.key_prefixes: lists \"other\""));
+  file = dir.write("lock:\n  metrics:\n    key_prefixes: [a, a]\n");
+  CHECK(error_of(file) == at(file, 3) + "lock.metrics.key_prefixes: lists \"a\" twice; list each prefix once");
+  file = dir.write("lock:\n  metrics:\n    key_prefixes: [a, \"\"]\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 3) + "lock.metrics.key_prefixes: item 2 is empty"));
+  file = dir.write("lock:\n  metrics:\n    max_key_prefixes: 0\n");
+  CHECK(error_of(file) == at(file, 3) + "lock.metrics.max_key_prefixes: 0 is out of range 1..1000");
+  file = dir.write("lock:\n  metrics:\n    key_prefix_separator: \"\"\n");
+  CHECK_THAT(error_of(file), StartsWith(at(file, 3) + "lock.metrics.key_prefix_separator: must not be empty"));
 }
 
 TEST_CASE("an empty key prefix is refused") {

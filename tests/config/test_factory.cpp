@@ -43,7 +43,7 @@ TEST_CASE("a Redis that stops answering fails make_lock_service within the timeo
 }
 
 TEST_CASE("a service reads and writes its own data through the executor its locks use", "[factory]") {
-  // As the README shows: one executor (one pool) for the locks and the service's own keys.
+  // As docs/getting-started.md shows: one executor (one pool) for the locks and the service's own keys.
   dlock::test::RedisServer redis;
   const dlock::Config config = redis.config();
   auto executor = std::make_shared<dlock::HiredisExecutor>(config.redis);

@@ -1,5 +1,5 @@
-// dlock as a restricted Redis ACL user: the minimal rights documented in the
-// README run the whole lock cycle; a user missing a right gets a clear
+// dlock as a restricted Redis ACL user: the minimal rights documented in
+// docs/operations.md run the whole lock cycle; a user missing a right gets a clear
 // dlock::Error, never a wrong "acquired".
 //
 // What dlock sends: PING (connect check), AUTH, SELECT (only for a database
@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The README's minimal ACL line for prefix "dlock:", without the user name and password.
+// docs/operations.md's minimal ACL line for prefix "dlock:", without the user name and password.
 const std::vector<std::string> kMinimalRights = dlock::test::readme_minimal_acl();
 
 void set_user(const dlock::test::RedisServer& redis, const std::string& name, std::vector<std::string> rights) {
@@ -45,7 +45,7 @@ std::vector<std::string> without(std::vector<std::string> rights, const std::str
 
 }  // namespace
 
-TEST_CASE("a user with only the README's minimal ACL runs the whole lock cycle", "[acl]") {
+TEST_CASE("a user with only the minimal ACL of docs/operations.md runs the whole lock cycle", "[acl]") {
   dlock::test::RedisServer redis;
   set_user(redis, "locker", kMinimalRights);
   auto service = dlock::test::make_service(redis, [](dlock::Config& c) {
@@ -83,11 +83,11 @@ TEST_CASE("a user with only the README's minimal ACL runs the whole lock cycle",
   CHECK(service->stats().handed_over == 1);
   CHECK(got);
   CHECK(waited_ms < 3000);  // woken by the release notice, which the user may publish
-  CHECK(redis.run({"EXISTS", "dlock:{acl}"}) == "0");
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{acl}"}));
   CHECK(redis.run({"GET", "dlock:{acl}:fence"}) == std::to_string(outer.fencing_token() + 2));
 }
 
-TEST_CASE("a user with only the README's minimal ACL uses multi-locks, read-write locks and semaphores",
+TEST_CASE("a user with only the minimal ACL of docs/operations.md uses multi-locks, read-write locks and semaphores",
           "[acl][multi][rwlock][semaphore]") {
   dlock::test::RedisServer redis;
   set_user(redis, "locker", kMinimalRights);
@@ -193,7 +193,7 @@ TEST_CASE("a user without channel rights: release fails before it deletes anythi
   CHECK((error.empty() ? redis.run({"EXISTS", "dlock:{acl}"}) == "0" : redis.run({"EXISTS", "dlock:{acl}"}) == "1"));
 }
 
-TEST_CASE("a user with the README's ACL keeps a watchdog-renewed lock across SCRIPT FLUSH", "[acl][watchdog]") {
+TEST_CASE("a user with the ACL of docs/operations.md keeps a watchdog-renewed lock across SCRIPT FLUSH", "[acl][watchdog]") {
   // On NOSCRIPT the watchdog loads the renew script again on its own connection, with SCRIPT LOAD
   // and EVALSHA (the ACL grants no EVAL).
   dlock::test::RedisServer redis;

@@ -175,12 +175,14 @@ TEST_CASE("a wrong password fails at connect with authentication failed") {
 
   config.password = "wrong";
   const std::string message = message_of([&] { HiredisExecutor(config).connect(); });
+  CHECK_THROWS_AS(HiredisExecutor(config).connect(), dlock::AuthenticationError);
   CHECK_THAT(message, Contains("authentication failed"));
   CHECK_THAT(message, Contains("redis.password"));
   CHECK_THAT(message, Contains(std::to_string(config.port)));
 
   config.password.clear();
   CHECK_THAT(message_of([&] { HiredisExecutor(config).connect(); }), Contains("authentication failed"));
+  CHECK_THROWS_AS(HiredisExecutor(config).connect(), dlock::AuthenticationError);
 
   config.password = "s3cret";
   HiredisExecutor executor(config);

@@ -222,6 +222,9 @@ TEST_CASE("a server that refuses the subscriber with an error is retried with ba
   {
     auto warm = waiter->lock("warm-up", {.lease = 1000ms});
   }
+  // Its pooled connection idle again: a destructor does not wait for its release's reply, whose connection is
+  // back once it is read.
+  REQUIRE(dlock::test::eventually([&] { return waiter->stats().released >= 1; }));
   auto held = holder->lock("busy", {.lease = 5000ms});
   REQUIRE(admin.run({"CONFIG", "SET", "maxclients", std::to_string(dlock::test::connected_clients(admin))}) == "OK");
   auto attempt = std::async(std::launch::async, [&] { return static_cast<bool>(waiter->try_lock("busy", {.wait = 1500ms, .lease = 2000ms})); });

@@ -18,18 +18,8 @@
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
+using dlock::test::nodes_holding;
 using dlock::test::RedlockNodes;
-
-namespace {
-
-// How many nodes hold `key`'s lock (a hash with an owner in it).
-int nodes_holding(RedlockNodes& nodes, const std::string& key) {
-  int holding = 0;
-  for (const std::string& reply : nodes.run_everywhere({"EXISTS", "dlock:{" + key + "}"})) holding += reply == "1";
-  return holding;
-}
-
-}  // namespace
 
 TEST_CASE("a Redlock lock is taken on every node, re-entered and released everywhere", "[redlock]") {
   RedlockNodes nodes;
@@ -472,7 +462,7 @@ TEST_CASE("review: dlock status shows a Redlock lock held by a majority whose ho
 
 TEST_CASE("review: dlock status over a Redlock on a name holding another type exits 76 and says so, as on one Redis",
           "[redlock][cli][review]") {
-  // README: status exits 76 when "Redis refused a read (a name holding another type, a missing ACL right)",
+  // docs/cli.md: status exits 76 when "Redis refused a read (a name holding another type, a missing ACL right)",
   // and 69 only for unreachable / "not now". Every node answers WRONGTYPE here: a "no", on all nodes alike.
   RedlockNodes nodes(3);
   auto config = nodes.config();
@@ -501,3 +491,25 @@ TEST_CASE("flash_sale and the dlock command run over a Redlock from one YAML fil
   dlock::test::check_examples_and_cli(yaml, "REDLOCK");
 }
 #endif
+
+TEST_CASE("a Redlock lock refused because fresh nodes sit out their restart delay says so and until when",
+          "[redlock]") {
+  RedlockNodes nodes(3);
+  // Every node just started: each sits out 30 s before its grants count.
+  auto service = dlock::make_lock_service(nodes.config(30000ms));
+  const auto called = std::chrono::system_clock::now();
+  try {
+    service->lock("fresh", {.wait = 0ms});
+    FAIL("a lock was had from nodes that may not vote yet");
+  } catch (const dlock::RestartDelayError& e) {
+    INFO(e.what());
+    CHECK_THAT(e.what(), Contains("3 of 3 nodes answered") && Contains("3 of them within their restart delay"));
+    CHECK_THAT(e.what(), Contains("redis.redlock.restarted_node_delay_ms") && Contains(" s left"));
+    CHECK_THAT(e.what(), Contains("may vote from 20"));  // a UTC time, 2026-...Z
+    // Up a few seconds at most: most of the 30 s are still to sit out (a value, not a speed).
+    CHECK(e.votes_from() > called + 10s);
+    CHECK(e.votes_from() <= called + 31s);
+  }
+  // Still a ConnectionError: code that waits out outages waits this out too.
+  CHECK_THROWS_AS(service->lock("fresh", {.wait = 0ms}), dlock::ConnectionError);
+}

@@ -64,7 +64,7 @@ std::vector<std::string> fill_owed_chain(dlock::RedisLockService& service, dlock
 // command on the chain is an acquire (the cycle `extra`); its release is the
 // 17th, refused, and never sent: once the node thaws, it runs the acquire
 // and keeps that released holder's grant for the whole lease (30 s).
-// README: "A release ... reaches a resting node that owes a reply on that
+// docs/deployments.md: "A release ... reaches a resting node that owes a reply on that
 // connection (it runs when the node wakes)". Fails every run (6/6).
 TEST_CASE("review f: a release reaches a frozen node however many replies it owes", "[redlock][review]") {
   RedlockNodes nodes(3);
@@ -132,7 +132,7 @@ TEST_CASE("review f: a failed acquire is given back on a frozen node however man
 // them (the node is plainly answering again), owed_ is empty, and the
 // release is skipped for "resting" -- although the node is up and a pooled
 // connection to it idle. The released holder's grant stays there for the
-// whole lease. (README accepts a release skipped for a node "resting with no
+// whole lease. (docs/deployments.md accepts a release skipped for a node "resting with no
 // connection left"; here the node has just answered on its connection, and
 // the rule only exists to spare a paused node new connections.) Fails every run (6/6).
 TEST_CASE("review f: a release reaches a node that woke within its rest", "[redlock][review]") {

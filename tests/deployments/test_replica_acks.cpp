@@ -83,7 +83,7 @@ TEST_CASE("a failover to a replica that missed a grant lets a second holder in w
   auto taken = second->try_lock("stock:sku-9", {.lease = 20s});
   REQUIRE(taken);
   if (!acks) {
-    // The README's warning: two holders at once, the first not yet told.
+    // docs/locks.md's warning: two holders at once, the first not yet told.
     CHECK(held);
     CHECK_FALSE(held.lost());
     // Tokens still grow: the new master seeds the missing counter from its clock.

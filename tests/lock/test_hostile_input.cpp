@@ -246,12 +246,12 @@ TEST_CASE("move-assigning over a held guard releases what it held", "[hostile]")
   auto service = dlock::test::make_service(redis);
   auto guard = service->lock("first");
   guard = service->lock("second");
-  CHECK(redis.run({"EXISTS", "dlock:{first}"}) == "0");
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{first}"}));
   CHECK(redis.run({"EXISTS", "dlock:{second}"}) == "1");
   guard = std::move(guard);  // self-move keeps the hold
   CHECK(redis.run({"EXISTS", "dlock:{second}"}) == "1");
   guard = dlock::LockGuard{};
-  CHECK(redis.run({"EXISTS", "dlock:{second}"}) == "0");
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{second}"}));
 }
 
 // Config files built to hurt the loader: each is a ConfigError that starts with FILE:LINE:,

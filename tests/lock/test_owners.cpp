@@ -177,5 +177,5 @@ TEST_CASE("owners: the block form takes an owner", "[owners][macros]") {
     CHECK_FALSE(service->try_lock("blocked"));  // the thread is not its owner
   }
   CHECK(ran);
-  CHECK(redis.run({"EXISTS", "dlock:{blocked}"}) == "0");
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{blocked}"}));
 }

@@ -99,7 +99,7 @@ TEST_CASE("the registry costs nothing per lock and unlock", "[registry]") {
 
 TEST_CASE("a Redis that refuses the entry costs one warning and nothing else", "[registry][acl]") {
   dlock::test::RedisServer redis;
-  // The README's rights, but for keys of lock names only: the entry's name is refused.
+  // docs/operations.md's rights, but for keys of lock names only: the entry's name is refused.
   std::vector<std::string> argv = {"ACL", "SETUSER", "locks-only", "reset", "on", ">secret"};
   for (const auto& right : dlock::test::readme_minimal_acl()) argv.push_back(right == "~dlock:*" ? "~dlock:{*" : right);
   REQUIRE(redis.run(argv) == "OK");

@@ -17,6 +17,8 @@ TEST_CASE("stats come out in the Prometheus text format with HELP and TYPE lines
     auto guard = service->lock("k");
     CHECK_FALSE(other->try_lock("k"));
   }
+  // The release's reply is read off this thread, after the guard's destructor returned.
+  REQUIRE(dlock::test::eventually([&] { return service->stats().released == 1; }));
   const std::string text = dlock::prometheus_text(service->stats(), {{"service", "inventory"}});
   CHECK_THAT(text, Contains("# TYPE dlock_acquired_total counter\ndlock_acquired_total{service=\"inventory\"} 1\n"));
   CHECK_THAT(text, Contains("dlock_released_total{service=\"inventory\"} 1\n"));

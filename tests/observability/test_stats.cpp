@@ -16,6 +16,8 @@ TEST_CASE("stats count acquisitions, re-entries, releases, contention and timeou
     auto inner = service->lock("k");
     CHECK_FALSE(other->try_lock("k", {.wait = 50ms}));
   }
+  // The outer release's reply is read off this thread, after the guard's destructor returned.
+  CHECK(dlock::test::eventually([&] { return service->stats().released == 2; }));
   auto stats = service->stats();
   CHECK(stats.acquired == 1);
   CHECK(stats.reentered == 1);

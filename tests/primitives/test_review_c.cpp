@@ -139,7 +139,7 @@ TEST_CASE("review: lock_all takes again a key whose grant came back already expi
   CHECK(whole);  // failed before the fix: LockTimeoutError after ~0.5 s of a 5 s wait
   if (!whole) CHECK(took >= 5000);  // failed before the fix: a "wait ran out" message long before it did
   CHECK(in_redis == whole);
-  CHECK(redis.run({"EXISTS", "dlock:{p1}"}) == "0");  // released with the guard, or never left held
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{p1}"}));  // released with the guard, or never left held
 }
 
 // --- Probes that held up ------------------------------------------------------

@@ -68,7 +68,7 @@ std::size_t count_of(const std::string& text, const std::string& part) {
 // inner hold only (a "partial detach"); its outer guard is still true, not
 // lost, renewed by the watchdog. It then asks for a read lock inside the
 // write it holds.
-// Expected (README, read_lock row: "the writer's thread may take read locks
+// Expected (docs/primitives.md, read_lock row: "the writer's thread may take read locks
 // inside its write lock"; and "one set of rules": the same thread may still
 // re-enter that write, as it may re-enter a plain lock after a partial detach,
 // so the hold is still its own): the read is granted at once.
@@ -129,7 +129,7 @@ TEST_CASE("review D: lock_all whose wait ran out on an earlier key does not say 
   }
   sleeper.join();
   REQUIRE_FALSE(message.empty());
-  CHECK(redis.run({"EXISTS", "dlock:{a}"}) == "0");  // holds none: held up
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{a}"}));  // holds none: held up
   CHECK_THAT(message, !Catch::Contains("without waiting"));  // fails: "busy; tried once, without waiting"
   CHECK_THAT(message, !Catch::Contains("pass a wait"));      // fails: "to wait for it, pass a wait"
 }

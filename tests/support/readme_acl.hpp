@@ -1,6 +1,6 @@
 #pragma once
-// The README's minimal ACL, read from README.md itself, so the tests check
-// the rights the README tells operators to grant, not a copy that may drift.
+// The documented minimal ACL, read from docs/operations.md itself, so the tests
+// check the rights the docs tell operators to grant, not a copy that may drift.
 
 #include <fstream>
 #include <sstream>
@@ -12,10 +12,10 @@
 
 namespace dlock::test {
 
-// The rights after "ACL SETUSER dlock on >PASSWORD" in README.md's ACL section.
+// The rights after "ACL SETUSER dlock on >PASSWORD" in docs/operations.md's ACL section.
 inline std::vector<std::string> readme_minimal_acl() {
   const std::string prefix = "ACL SETUSER dlock on >PASSWORD ";
-  std::ifstream readme(source_dir() / "README.md");
+  std::ifstream readme(source_dir() / "docs" / "operations.md");
   for (std::string line; std::getline(readme, line);) {
     if (line.rfind(prefix, 0) != 0) continue;
     std::istringstream words(line.substr(prefix.size()));
@@ -23,7 +23,7 @@ inline std::vector<std::string> readme_minimal_acl() {
     for (std::string word; words >> word;) rights.push_back(word);
     return rights;
   }
-  throw std::runtime_error("README.md has no line starting '" + prefix + "'");
+  throw std::runtime_error("docs/operations.md has no line starting '" + prefix + "'");
 }
 
 }  // namespace dlock::test

@@ -66,7 +66,7 @@ RedisCluster::RedisCluster(int masters, int replicas, int node_timeout_ms) {
         std::to_string(node_timeout_ms),
         // A replica takes over however long it was cut off from its master: tests kill masters on purpose.
         "--cluster-replica-validity-factor", "0",
-        // The other masters go on serving while one is failed over (the README recommends it).
+        // The other masters go on serving while one is failed over (docs/deployments.md recommends it).
         "--cluster-require-full-coverage", "no"}));
   }
   std::string create = "redis-cli --cluster create";

@@ -48,6 +48,13 @@ class RedlockNodes {
   std::vector<std::unique_ptr<RedisServer>> servers_;
 };
 
+// How many nodes hold `key`'s lock (a hash with an owner in it).
+inline int nodes_holding(const RedlockNodes& nodes, const std::string& key) {
+  int holding = 0;
+  for (const std::string& reply : nodes.run_everywhere({"EXISTS", "dlock:{" + key + "}"})) holding += reply == "1";
+  return holding;
+}
+
 // Threads of two services taking `key` in turn until stopped, each noting
 // whether anyone else was inside while it held the lock: an overlap means two
 // holders at once. Errors (a wait run out while nodes are paused) are passed over.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dlock/dlock.hpp"
 #include "redis_server.hpp"
@@ -30,6 +31,16 @@ inline bool eventually(const std::function<bool()>& condition,
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return condition();
+}
+
+// Polls an EXISTS of released keys until it answers "0". A guard's
+// destructor (a block's exit, DistributedMutex::unlock()) sends its release
+// without waiting for the reply, so a command on another connection right
+// after it may reach Redis first. Briefly: the release is on its way, and a
+// lock that was never released must not pass by expiring on a short lease.
+inline bool released(const RedisServer& redis, const std::vector<std::string>& exists,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(500)) {
+  return eventually([&] { return redis.run(exists) == "0"; }, timeout);
 }
 
 // Waits until `count` waiters stand in the line of `key` (default prefix) in

@@ -42,7 +42,7 @@ TEST_CASE("a final release hands the lock to a waiter of the same instance, with
   // The waiter's fixed 4 s lease, not the holder's 30 s watchdog lease.
   CHECK(seen.pttl > 2000);
   CHECK(seen.pttl <= 4000);
-  CHECK(redis.run({"EXISTS", "dlock:{h}", "dlock:{h}:queue", "dlock:{h}:turn"}) == "0");
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{h}", "dlock:{h}:queue", "dlock:{h}:turn"}));
 }
 
 TEST_CASE("local waiters handed the lock in turn each hold it alone, and the watchdog renews them", "[handoff]") {
@@ -78,7 +78,7 @@ TEST_CASE("local waiters handed the lock in turn each hold it alone, and the wat
   const dlock::LockStats stats = service->stats();
   CHECK(stats.handed_over == 3);
   CHECK(stats.lost == 0);
-  CHECK(redis.run({"EXISTS", "dlock:{h}"}) == "0");
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{h}"}));
 }
 
 TEST_CASE("an instance hands the lock over within itself at most three times ahead of an older waiter elsewhere",
@@ -112,7 +112,7 @@ TEST_CASE("an instance hands the lock over within itself at most three times ahe
   // Passed over at most three times, and only by direct hand-offs.
   CHECK(at <= 3);
   CHECK(busy->stats().handed_over >= static_cast<std::uint64_t>(at));
-  CHECK(redis.run({"EXISTS", "dlock:{h}", "dlock:{h}:queue"}) == "0");
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{h}", "dlock:{h}:queue"}));
 }
 
 TEST_CASE("a waiter whose wait runs out while the lock is being handed to it takes the lock", "[handoff]") {
@@ -133,7 +133,7 @@ TEST_CASE("a waiter whose wait runs out while the lock is being handed to it tak
   CHECK(got);
   CHECK(waited_ms >= 300);
   CHECK(service->stats().timeouts == 0);
-  CHECK(redis.run({"EXISTS", "dlock:{h}", "dlock:{h}:queue"}) == "0");
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{h}", "dlock:{h}:queue"}));
 }
 
 TEST_CASE("a waiter that gives up frees a lock handed to it that it never learnt of", "[handoff][scripts]") {

@@ -186,6 +186,8 @@ TEST_CASE("a waiter whose subscription cannot be made keeps trying every third o
   {
     auto warm = waiter->lock("warm-up", {.lease = 1000ms});  // the waiter's pooled connection is open
   }
+  // And idle again: a destructor does not wait for its release's reply, whose connection is back once it is read.
+  REQUIRE(dlock::test::eventually([&] { return waiter->stats().released >= 1; }));
   auto held = holder->lock("unconfirmed", {.lease = 600ms});  // runs out by itself: nobody publishes
   REQUIRE(held);
   REQUIRE(admin.run({"CONFIG", "SET", "maxclients", std::to_string(dlock::test::connected_clients(admin))}) == "OK");

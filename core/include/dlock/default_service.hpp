@@ -28,4 +28,10 @@ std::shared_ptr<RedisLockService> default_lock_service();
 // DISTRIBUTED_LOCK_SERVICE does not compile, instead of using the default.
 #ifndef DLOCK_NO_DEFAULT_SERVICE
 std::shared_ptr<dlock::RedisLockService> dlock_current_lock_service();
+// The macros' call passes a tag, so that the call is checked where it is
+// used (block_service.hpp's service_here): the tag is ignored.
+template <typename Tag>
+std::shared_ptr<dlock::RedisLockService> dlock_current_lock_service(Tag) {
+  return dlock_current_lock_service();
+}
 #endif

@@ -2,6 +2,7 @@
 // Every error dlock throws derives from dlock::Error. A message says what
 // happened, to which key or setting, and what to do about it.
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +32,31 @@ class ConnectionError : public Error {
 
  private:
   bool may_have_run_ = true;
+};
+
+// Redis refused the login (WRONGPASS, NOAUTH): a wrong or missing
+// redis.password or redis.username (or user info in redis.url). Thrown at
+// connect, before anything of the caller's was sent; trying again does not
+// help until the setting is fixed.
+class AuthenticationError : public ConnectionError {
+ public:
+  explicit AuthenticationError(const std::string& what) : ConnectionError(what, false) {}
+};
+
+// Over a Redlock, enough nodes answered, but too few of them may vote yet:
+// the others restarted (or started) less than
+// redis.redlock.restarted_node_delay_ms ago and sit out the rest of it, as
+// they may have forgotten locks they granted. The same call succeeds from
+// votes_from() on, unless a node restarts again.
+class RestartDelayError : public ConnectionError {
+ public:
+  RestartDelayError(const std::string& what, std::chrono::system_clock::time_point votes_from)
+      : ConnectionError(what), votes_from_(votes_from) {}
+  // When enough of the nodes that answered will have sat out their delay to make a majority.
+  std::chrono::system_clock::time_point votes_from() const { return votes_from_; }
+
+ private:
+  std::chrono::system_clock::time_point votes_from_;
 };
 
 // lock() did not get the lock within its wait.

@@ -21,8 +21,12 @@ class LockAware {
   RedisLockService& lock_service() const { return *service_; }
 
  protected:
-  // Found by the macros' unqualified call before the global default.
-  std::shared_ptr<RedisLockService> dlock_current_lock_service() const { return service_; }
+  // Found by the macros' unqualified call before the global default (the
+  // tag the call passes is ignored; see block_service.hpp).
+  template <typename... Tag>
+  std::shared_ptr<RedisLockService> dlock_current_lock_service(Tag...) const {
+    return service_;
+  }
 
  private:
   std::shared_ptr<RedisLockService> service_;

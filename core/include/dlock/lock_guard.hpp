@@ -50,7 +50,7 @@ class LockGuard {
   // largest of the granting majority's counters, and the first call raises
   // every node's counter to it (one round trip): it throws LockLostError if
   // no majority still held the lock, and ConnectionError if too few nodes
-  // answered. See the README's Redlock section for what it promises there.
+  // answered. See docs/deployments.md, "Redlock", for what it promises there.
   std::uint64_t fencing_token() const;
 
   // True once the lock stopped being this holder's: the watchdog found it

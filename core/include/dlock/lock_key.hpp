@@ -3,11 +3,11 @@
 //   dlock::lock_key("order:{}:{}", user_id, order_id)  → "order:7:1001" (fmt syntax, checked at compile time)
 //   dlock::lock_key(some_string)                       → the string itself, braces and all
 //
-// A template is checked when it is compiled: by fmt for its syntax and for
-// fields without a value ("order:{}:{}" given one value), and here for values
-// without a field ("order", id would otherwise lock the same key "order" for
-// every id). Either is a compile error; the one for an unused value names
-// dlock::detail::key_template_leaves_a_value_unused.
+// A template is checked when it is compiled: here for as many fields as
+// values ("order:{}:{}" given one value; "order", id, which would otherwise
+// lock the same key "order" for every id), then by fmt for its syntax and
+// the values' types. A count that differs is a compile error naming
+// dlock::detail::key_template_needs_one_placeholder_per_value.
 
 #include <algorithm>
 #include <cstddef>
@@ -23,8 +23,10 @@ namespace dlock {
 namespace detail {
 
 // Deliberately not constexpr: reached while a template is checked at compile
-// time, it makes that check fail with this function's name in the message.
-inline void key_template_leaves_a_value_unused() {}
+// time, it makes that check fail with this function's name as the message
+// (g++ 12 has no computed static_assert messages; the line before the error
+// shows the template and the values' types: KeyTemplate<int&>("order")).
+inline void key_template_needs_one_placeholder_per_value() {}
 
 // How many values `pattern` uses: its replacement fields, counting nested
 // ones ("{:{}}" takes two) and, with explicit indexes, the highest plus one.
@@ -70,12 +72,19 @@ template <typename... Args>
 struct KeyTemplate {
   template <typename Text>
     requires std::is_convertible_v<const Text&, std::string_view>
-  consteval KeyTemplate(const Text& pattern) : format(pattern) {
-    if (detail::values_used_by(std::string_view(pattern)) != sizeof...(Args)) {
-      detail::key_template_leaves_a_value_unused();
-    }
-  }
+  consteval KeyTemplate(const Text& pattern) : format(counted(pattern)) {}
   fmt::format_string<Args...> format;
+
+ private:
+  // Counted before fmt parses the template: a field without a value then
+  // fails here too, in one line, rather than deep in fmt's parser.
+  template <typename Text>
+  static consteval const Text& counted(const Text& pattern) {
+    if (detail::values_used_by(std::string_view(pattern)) != sizeof...(Args)) {
+      detail::key_template_needs_one_placeholder_per_value();
+    }
+    return pattern;
+  }
 };
 
 // The key template taking values of these types, as a parameter: the types

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dlock/owner.hpp"
 
@@ -13,10 +14,35 @@ namespace dlock {
 using Millis = std::chrono::milliseconds;
 
 // Config section `lock:`; the defaults are the documented ones.
+// How stats() breaks its gauges (locks held, waiters) down by key prefix:
+// prometheus_text's `key_prefix` label. Off unless a list or a separator is
+// set. The series are bounded, so a key space of millions cannot blow up a
+// scrape: at most max_key_prefixes of them, plus "other" for every key that
+// matches no rule or came after the bound was reached.
+struct MetricsConfig {
+  // Prefixes to break out, each a series of its own; a key counts under the
+  // longest one it starts with.
+  std::vector<std::string> key_prefixes;
+  // For keys no listed prefix matches: the key up to and including its first
+  // separator ("order:" of "order:42"), each new one a series of its own
+  // while there is room. Empty: no such rule.
+  std::string key_prefix_separator;
+  // The bound on series besides "other", listed prefixes included; the
+  // separator's prefixes take the room left, first seen first served.
+  std::size_t max_key_prefixes = 20;
+  bool breaks_down_by_key_prefix() const { return !key_prefixes.empty() || !key_prefix_separator.empty(); }
+};
+
 struct LockConfig {
   std::string key_prefix = "dlock:";
   Millis watchdog_timeout{30000};  // lease of a watchdog-managed lock
-  Millis wait{0};                  // default wait of lock() (try_lock() without a wait tries once)
+  // Default wait of lock(), the block forms, DistributedMutex::lock(), the
+  // read/write locks, lock_all and Semaphore::acquire (try_lock() without a
+  // wait tries once). Finite, as lock4j's 3 s and unlike Redisson's forever:
+  // ordinary contention (a line of threads each holding for milliseconds)
+  // is waited out many times over, while a holder stuck for longer becomes
+  // a LockTimeoutError naming it instead of a thread hung without a word.
+  Millis wait{10000};
   std::size_t max_key_bytes = 1024;
   // A waiter in line not heard from for this long is presumed dead and loses
   // its place; live waiters re-confirm every third of it. So a waiter that
@@ -41,6 +67,7 @@ struct LockConfig {
   // bench A: 0.81 of the ceiling with one, 0.75 with two, on 2 cores); more
   // let round trips to a slow node (a Redlock's paused one) overlap.
   std::size_t async_io_threads = 1;
+  MetricsConfig metrics;
 };
 
 struct BlockOptions;

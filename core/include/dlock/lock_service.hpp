@@ -57,10 +57,12 @@
 // while a live waiter is in line. A waiter that died costs the others at most
 // one turn window (lock.turn_window_ms).
 
+#include <chrono>
 #include <concepts>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ranges>
 #include <string>
 #include <string_view>
@@ -72,6 +74,7 @@
 #include "dlock/errors.hpp"
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_options.hpp"
+#include "dlock/lock_status.hpp"
 #include "dlock/lock_stats.hpp"
 #include "dlock/multi_lock_guard.hpp"
 #include "dlock/semaphore.hpp"
@@ -98,7 +101,7 @@ class RedisLockService {
   RedisLockService& operator=(const RedisLockService&) = delete;
 
   // Blocks until the lock is had or the wait (options.wait, else
-  // lock.wait_ms) runs out, in line behind earlier waiters, sleeping on the
+  // lock.wait_ms: 10 s unless configured) runs out, in line behind earlier waiters, sleeping on the
   // lock's release notice between tries; an outage of Redis shorter than the
   // wait is waited out. A zero wait tries once. Throws LockTimeoutError when
   // not had in time ("busy; tried once" for a zero wait), InvalidArgument for an empty or too long key, a negative wait or a
@@ -190,6 +193,52 @@ class RedisLockService {
   // `owner`'s re-entry depth on `key`: 0 when not held. Local.
   int hold_count(std::string_view key, Owner owner) const;
 
+  // What Redis holds now, for any owner in any process (lock_status.hpp), as
+  // `dlock status` shows it; Redisson's isLocked(), remainTimeToLive() and
+  // getHoldCount(). Reads only: the lock in one atomic step (a script: SCRIPT
+  // LOAD, EVALSHA running HGETALL, PTTL, GET, ZCARD), then one GET per holder's
+  // service entry. Over a Redlock the answer is what a majority of the nodes
+  // agree on (its owners; the smallest lease, the largest fencing token and
+  // line among them), and ConnectionError when no majority agrees now (the
+  // lock is being taken or given back, or too many nodes are down): try again.
+  // Throws InvalidArgument for a key lock() would refuse, RedisError when
+  // Redis refuses the read (a name holding another type, a missing ACL
+  // right), ConnectionError when Redis cannot be reached. Blocks for one or
+  // two round trips; leaves nothing in Redis.
+  LockStatus status(std::string_view key) const;
+  // Whether anyone holds `key` now: status(key).held().
+  bool locked(std::string_view key) const;
+  // The lease `key`'s lock has left: none when free or without expiry.
+  std::optional<std::chrono::milliseconds> lease_left(std::string_view key) const;
+
+  // The operator's escape hatch, `dlock unlock --force`: deletes `key`'s lock
+  // whoever holds it and hands its turn to the oldest live waiter in line,
+  // woken at once. The holder is not told at once: its watchdog finds the
+  // lock gone at its next renewal and reports it lost (on_lost(), its
+  // guard's lost()); a fixed lease's holder learns it at its release. Over a
+  // Redlock it runs on every node that answers (see ForcedUnlock). Throws
+  // InvalidArgument for a bad key, RedisError when Redis refuses (on a
+  // Redlock, a refusal a majority gave alike), ConnectionError when Redis
+  // cannot be reached or, on a Redlock, a majority did not answer (it was
+  // done on those that did: run it again). Logs each owner removed at warn.
+  ForcedUnlock force_unlock(std::string_view key);
+
+  // The same for the read-write lock at `key` and the semaphore `name`: its
+  // writer and readers, or its permits held and by whom (one script reads
+  // both). Throws as status() does, and InvalidArgument over a Redlock,
+  // which offers neither.
+  ReadWriteLockStatus read_write_status(std::string_view key) const;
+  SemaphoreStatus semaphore_status(std::string_view name) const;
+  // `dlock unlock --force --read-write` and `--semaphore`: removes the
+  // holders of the read-write lock at `key` (its writer and every reader) or
+  // the permits held of the semaphore `name` (its count stays), or only
+  // `owner`'s (an acquisition id, as status shows it) when given, and wakes
+  // their line as a release does. Returns what was removed (empty: nothing
+  // held). The holders learn it at their watchdog's next renewal. Throws as
+  // force_unlock() does, and InvalidArgument over a Redlock.
+  std::vector<RemovedHolder> force_unlock_read_write(std::string_view key, std::string_view owner = {});
+  std::vector<RemovedHolder> force_release_permits(std::string_view name, std::string_view owner = {});
+
   // Called with the user key when a held lock is lost, on a thread of its own
   // (started when a hook is set): hooks run one at a time in the order the
   // losses were found; a slow hook delays later hooks, never renewals nor
@@ -200,7 +249,9 @@ class RedisLockService {
   // Number of locks the watchdog currently watches (one per key and owner).
   std::size_t watched_locks() const;
 
-  // Counters since the service started; cheap (no round trip), thread-safe.
+  // Counters since the service started, and gauges of the keys held and the
+  // calls waiting now (by key prefix with lock.metrics); no round trip,
+  // thread-safe.
   LockStats stats() const;
 
   // The async API's entry, which <dlock/asio.hpp> wraps in Asio's completion

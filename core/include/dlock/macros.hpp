@@ -59,7 +59,25 @@
 #define DLOCK_CONCAT(a, b) DLOCK_CONCAT_INNER(a, b)
 // A name of its own for each use, even for several uses on one line (a user's own macro).
 #define DLOCK_UNIQUE_NAME(base) DLOCK_CONCAT(base, __COUNTER__)
-#define DLOCK_SERVICE_HERE() ::dlock::detail::service_of(dlock_current_lock_service())
+// The service in scope, or a static_assert naming DISTRIBUTED_LOCK_SERVICE
+// where there is none: a generic lambda, so the lookup is checked (requires)
+// rather than failing in the compiler's words. It returns what the lookup
+// found (a shared_ptr lives to the end of the macro's statement, as before).
+#define DLOCK_SERVICE_HERE()                                                                                 \
+  ::dlock::detail::service_of([&]<typename DlockWhere = void>() -> decltype(auto) {                         \
+    if constexpr (requires { dlock_current_lock_service(::dlock::detail::ServiceLookup<DlockWhere>{}); }) { \
+      return dlock_current_lock_service(::dlock::detail::ServiceLookup<DlockWhere>{});                       \
+    } else {                                                                                                 \
+      return ::dlock::detail::no_service_in_scope<DlockWhere>();                                             \
+    }                                                                                                        \
+  }())
+// The same lookup without the lambda, for the coroutine forms: a closure in
+// an expression that co_awaits is kept in the coroutine's frame, and a frame
+// of a coroutine defined in a header then has a member of a type without
+// linkage (g++ -Wsubobject-linkage, on by default). Where no service is in
+// scope this fails in the compiler's words, not with the static_assert.
+#define DLOCK_SERVICE_HERE_PLAIN() \
+  ::dlock::detail::service_of(dlock_current_lock_service(::dlock::detail::ServiceLookup<void>{}))
 
 #define WITH_DISTRIBUTED_LOCK_AS(guard, ...)                                                       \
   if (::dlock::detail::BlockGuard guard = ::dlock::detail::BlockGuard::lock(                       \

@@ -95,6 +95,17 @@ class PendingReply {
     (void)undoing;
     return nullptr;
   }
+  // As then(), but this reply is kept, not discarded: once the returned
+  // object's get() or take_if_arrived() has read past it, its earlier()
+  // gives it. For a command sent without waiting (a release) that the next
+  // command on the same key must follow, without waiting for it first.
+  virtual std::unique_ptr<PendingReply> then_keeping(std::span<const std::string_view> argv) {
+    (void)argv;
+    return nullptr;
+  }
+  // After then_keeping(): the reply it kept, if read past; none otherwise
+  // (not yet read, or the connection failed before it came).
+  virtual std::optional<RedisReply> earlier() { return std::nullopt; }
 };
 
 class RedisExecutor {
@@ -171,6 +182,10 @@ class RedisExecutor {
   // node that restarted empty may have forgotten locks it granted; it sits
   // out one longest lease (redis.redlock.restarted_node_delay_ms).
   virtual bool may_vote() { return true; }
+  // Of a quorum node that may not vote: how much of its delay is left, by
+  // the last reading of its uptime; zero when it votes, or while its uptime
+  // is being read again.
+  virtual std::chrono::milliseconds sits_out_for() { return std::chrono::milliseconds(0); }
 
   // A master this executor sends to may have forgotten what it held: it
   // restarted (its run_id changed, or could not be read), or another server

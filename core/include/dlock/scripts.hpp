@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cstdint>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -106,6 +107,25 @@ class ScriptRunner {
   RedisReply run_acknowledged(const Script& script, std::span<const std::string_view> keys,
                               std::span<const std::string_view> args, ReplyTest must_reach_replicas = nullptr);
 
+  // Sends the script now and returns without its reply (RedisExecutor::start),
+  // for a release whose reply nobody waits for. Null over a Redlock or with
+  // lock.replica_acks: their calls are run(). A NOSCRIPT reply is the reader's
+  // to retry with run(). `keys` and `args` need not outlive the call.
+  std::unique_ptr<PendingReply> start(const Script& script, std::span<const std::string_view> keys,
+                                      std::span<const std::string_view> args);
+  // As run(), on the connection `before` was sent on and after its command,
+  // without waiting for `before`'s reply first: Redis runs the two in that
+  // order, whenever it reads them. `before`'s reply goes to `on_before`
+  // (none if it never came: timed out, connection lost) before this call's
+  // is read, whether or not this call then throws ConnectionError. `before`
+  // is spent afterwards.
+  using BeforeReply = std::function<void(std::optional<RedisReply>)>;
+  RedisReply run_after(PendingReply& before, const BeforeReply& on_before, const Script& script,
+                       std::span<const std::string_view> keys, std::span<const std::string_view> args);
+
+  // Whether Redis answered NOSCRIPT (restarted, SCRIPT FLUSH): the call did not run.
+  static bool is_noscript(const RedisReply& reply);
+
   bool acknowledges() const { return acknowledgement_.replicas > 0; }
   // Whether the scripts run on a Redlock's nodes.
   bool quorum() const { return !nodes_.empty(); }
@@ -132,7 +152,6 @@ class ScriptRunner {
   std::string_view learn_sha(const Script& script);
   static RedisCommand evalsha(std::string_view sha, const std::vector<std::string>& keys,
                               const std::vector<std::string>& args);
-  static bool is_noscript(const RedisReply& reply);
   // The commands of `calls` (groups[i]: call i's script group), with a WAIT
   // after each group's last call when acknowledgement is asked for.
   std::vector<RedisCommand> with_waits(std::vector<RedisCommand> calls, const std::vector<std::uint32_t>& groups) const;

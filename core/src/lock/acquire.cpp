@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -44,7 +45,7 @@ class LockTry final : public AcquireTry {
   Reading run(Millis wait_left) override {
     const std::string settings_arg = std::to_string(wait_left.count()) + ' ' + core_.line_settings_ + arrival_arg_;
     const std::array<std::string_view, 3> args{id_, lease_arg_, settings_arg};
-    const RedisReply reply = core_.scripts_.run_acknowledged(kAcquireScript, names_.script_keys(), args, &is_grant);
+    const RedisReply reply = send(args);
     core_.throw_if_transient(key_, reply, "acquire");
     if (reply.is_error() && reply.str.starts_with(kNotAcknowledgedError)) {
       return {Reading::Kind::not_acknowledged, 0, 0, reply.str.substr(kNotAcknowledgedError.size() + 1)};
@@ -57,6 +58,28 @@ class LockTry final : public AcquireTry {
     }
     if (reply.type != RedisReply::Type::Integer) core_.throw_reply_error(key_, names_, reply, "acquire");
     return {Reading::Kind::busy, 0, -1 - reply.integer, {}};
+  }
+  // The acquire script; after this process's release of the same lock if that one's reply is still to come:
+  // on its connection, so Redis runs the release first and this call does not wait for its reply (nor find its
+  // own process's lock still held and join the line).
+  RedisReply send(std::span<const std::string_view> args) {
+    std::unique_ptr<DeferredReleases::Release> before = core_.deferred_.claim(names_.lock());
+    if (!before) return core_.scripts_.run_acknowledged(kAcquireScript, names_.script_keys(), args, &is_grant);
+    PendingReply& release_sent = *before->pending;
+    ServiceCore& core = core_;
+    bool release_ran_late = false;
+    const ScriptRunner::BeforeReply settle = [&core, &before, &release_ran_late](std::optional<RedisReply> reply) {
+      // A NOSCRIPT release is run again while it is settled, after this acquire ran.
+      release_ran_late = reply && ScriptRunner::is_noscript(*reply);
+      // A passing state is sent again by the deferred thread, not on this caller's time.
+      core.keep_to_send_again(core.settle_deferred_release(std::move(before), std::move(reply), false));
+    };
+    RedisReply reply = core_.scripts_.run_after(release_sent, settle, kAcquireScript, names_.script_keys(), args);
+    // That acquire found this process's own lock still held: it has been released since, so try once more.
+    if (release_ran_late && !is_grant(reply)) {
+      reply = core_.scripts_.run_acknowledged(kAcquireScript, names_.script_keys(), args, &is_grant);
+    }
+    return reply;
   }
   LockGuard grant(const Reading& granted, Clock::time_point sent, Clock::time_point called) override {
     return core_.grant(key_, names_.lock(), id_, held_, granted.token, lease_, renewed_, sent, called);
@@ -83,6 +106,7 @@ class LockTry final : public AcquireTry {
   }
   // Over a Redlock each waiter renews its own place (its nodes' lines are kept by its tries, node by node).
   std::string_view kept_key() const override { return core_.scripts_.quorum() ? std::string_view() : key_; }
+  std::string_view key() const override { return key_; }
   const std::string& channel() const override { return channel_; }
   const std::string& id() const override { return id_; }
   Millis lease() const override { return lease_; }

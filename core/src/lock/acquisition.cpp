@@ -36,6 +36,11 @@ Acquisition::Step Acquisition::try_once() {
   AcquireTry::Reading reading;
   try {
     reading = attempt_.run(wait_left);
+  } catch (const AuthenticationError&) {
+    // A refused login is not an outage: retrying it for the whole wait (10 s by
+    // default) only delays the message. Its place in line is left later, if any.
+    attempt_.remember_orphan();
+    throw;
   } catch (const ConnectionError&) {
     const Clock::time_point now = Clock::now();
     if (now >= deadline_) {
@@ -51,6 +56,7 @@ Acquisition::Step Acquisition::try_once() {
   }
   using Kind = AcquireTry::Reading::Kind;
   if (reading.kind == Kind::granted) {
+    waiting_.stop();
     guard_ = attempt_.grant(reading, sent, called_);
     return {Step::Kind::granted};
   }
@@ -76,6 +82,8 @@ Acquisition::Step Acquisition::try_once() {
   const Clock::time_point wake = std::min(kept ? now + nap : now + std::min(nap, refresh_), deadline_);
   if (!ticket_) {
     core_.stats_.contended.fetch_add(1, std::memory_order_relaxed);
+    waiting_.start(core_.waiting_calls_, attempt_.key());
+    if (core_.key_prefix_series_.enabled()) core_.key_prefix_series_.series_of(attempt_.key());
     // Unconfirmed, a waiter falls back to its timed tries, which must not stop for long.
     core_.waiters_.enter(attempt_.channel(), attempt_.id(), attempt_.lease().count(), ticket_,
                          std::min(deadline_, Clock::now() + refresh_), attempt_.kept_key());
@@ -96,6 +104,7 @@ Acquisition::Step Acquisition::try_once() {
 
 Acquisition::Step Acquisition::woke(std::optional<WaiterTable::DirectGrant> direct) {
   if (!direct) return {Step::Kind::try_now};
+  waiting_.stop();
   guard_ = attempt_.grant_direct(*direct, called_);
   return {Step::Kind::granted};
 }
@@ -106,6 +115,7 @@ LockGuard Acquisition::not_had(bool throw_on_timeout) {
 }
 
 LockGuard Acquisition::verdict(bool throw_on_timeout) {
+  waiting_.stop();
   const bool tried_once = deadline_ == called_;
   (tried_once ? core_.stats_.busy : core_.stats_.timeouts).fetch_add(1, std::memory_order_relaxed);
   if (!throw_on_timeout) return {};
@@ -117,6 +127,7 @@ LockGuard Acquisition::verdict(bool throw_on_timeout) {
 }
 
 void Acquisition::abandon() {
+  waiting_.stop();
   // A try without a wait never joined the line (its script was told wait 0).
   if (ticket_ || deadline_ > called_) attempt_.leave_line();
 }

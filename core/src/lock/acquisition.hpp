@@ -63,6 +63,7 @@ class AcquireTry {
   // own place, waking at least every third of the turn window.
   virtual std::string_view kept_key() const { return {}; }
 
+  virtual std::string_view key() const = 0;        // the user's key, for the waiting gauge
   virtual const std::string& channel() const = 0;  // where its releases are told
   virtual const std::string& id() const = 0;       // the acquisition id
   virtual Millis lease() const = 0;
@@ -115,6 +116,7 @@ class Acquisition {
   long long last_nap_ms_ = 0;
   std::string unacknowledged_;  // why the last grant did not count (lock.replica_acks), if it did not
   LockGuard guard_;
+  WaitingCalls::Mark waiting_;  // counted from the first busy answer until granted or given up
 };
 
 // Runs an acquisition's steps on the calling thread.

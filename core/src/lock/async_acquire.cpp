@@ -123,7 +123,7 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
     } catch (...) {
       error = std::current_exception();
     }
-    finish(error, std::move(empty), false, true);
+    finish(std::move(error), std::move(empty), false, true);
   }
 
   // Exactly one after_sleep() follows each sleep: in line, the ticket's wake
@@ -208,13 +208,13 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
       core_->io_threads().post([self = shared_from_this()] { self->after_sleep(); });
     }
     if (!tell_now) {
-      untold_ = Untold{error, cancelled};
+      untold_ = Untold{std::move(error), cancelled};
       return lock.unlock();
     }
     AsyncDone done = done_;  // a copy: done_ stays until settled
     lock.unlock();
     cancel_deadline();
-    done(error, {}, cancelled);
+    done(std::move(error), {}, cancelled);
   }
 
   void after_sleep() {
@@ -262,7 +262,7 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
         std::lock_guard lock(mutex_);
         done = done_;
       }
-      done(untold->error, {}, untold->cancelled);
+      done(std::move(untold->error), {}, untold->cancelled);
     }
     try {
       if (in_line) acquisition_->abandon();
@@ -291,7 +291,7 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
       std::lock_guard lock(mutex_);
       done = done_;
     }
-    done(error, std::move(guard), cancelled);
+    done(std::move(error), std::move(guard), cancelled);
     if (leave_line && acquisition_) {
       try {
         acquisition_->abandon();

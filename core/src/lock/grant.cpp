@@ -65,12 +65,21 @@ LockGuard ServiceCore::grant(std::string_view key, std::string_view lock_name, c
   std::shared_ptr<HeldLock> stale;
   {
     std::lock_guard guard(mutex_);
-    std::shared_ptr<HeldLock>& slot = held_[held];
-    // Redis granted a new acquisition while we still had a record: it had expired unnoticed.
-    if (slot && !slot->lost_flag.load()) stale = slot;
-    slot = lock;
+    if (auto it = held_.find(held); it != held_.end()) {
+      // Redis granted a new acquisition while we still had a record: it had expired unnoticed.
+      if (!it->second->lost_flag.load()) stale = it->second;
+      // The entry's node is reused (nothing to allocate, nothing to fail);
+      // its key, a view of the old record's held_key, now views the new one's.
+      auto node = held_.extract(it);
+      node.key() = lock->held_key;
+      node.mapped() = lock;
+      held_.insert(std::move(node));
+    } else {
+      held_.emplace(std::string_view(lock->held_key), lock);
+    }
   }
   stats_.acquired.fetch_add(1, std::memory_order_relaxed);
+  if (key_prefix_series_.enabled()) key_prefix_series_.series_of(key);  // first seen, first served
   if (stale) handle_lost(stale, "its lease ran out before this thread took the lock again");
   watchdog_.watch(lock, sent);
   stats_.record_acquire_latency(Clock::now() - called);

@@ -17,7 +17,8 @@ namespace {
 void release_quietly(detail::ServiceCore* service, detail::Hold* hold) noexcept {
   if (!service || !hold || hold->released.load()) return;
   try {
-    service->release(*hold);
+    // Nobody reads the outcome here: the reply is read off this thread (deferred_releases.hpp).
+    service->release(*hold, detail::ServiceCore::Release::without_waiting);
   } catch (const LockLostError&) {
     // Logged once already, when the loss was found; a check() that threw
     // LockLostError and unwound through here must not add a second line.
@@ -106,7 +107,7 @@ void LockGuard::release_elsewhere(std::function<void(std::exception_ptr)> done, 
     } catch (...) {
       error = std::current_exception();
     }
-    done(error);
+    done(std::move(error));
     keep_alive.reset();
   });
 }

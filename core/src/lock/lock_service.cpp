@@ -39,6 +39,7 @@ ServiceCore::ServiceCore(std::shared_ptr<RedisExecutor> redis, LockConfig config
       fork_generation_(fork_generation()),
       scripts_(*redis_, ReplicaAcknowledgement{config_.replica_acks, config_.replica_ack_timeout}),
       waiters_(*redis_),
+      key_prefix_series_(config_.metrics),
       notifier_(*logger_),
       watchdog_(*redis_, scripts_, stats_, logger_) {
   if (config_.watchdog_timeout <= Millis(0)) {
@@ -89,6 +90,8 @@ void ServiceCore::enter_registry() {
 }
 
 ServiceCore::~ServiceCore() {
+  // Releases still in flight reach Redis, and their replies are read, before anything they use goes.
+  if (fork_generation() == fork_generation_) deferred_.drain();
   // First, so that no beat can write the entry again after it is deleted.
   watchdog_.stop();
   // A fork child must not delete its parent's entry.

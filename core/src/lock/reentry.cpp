@@ -60,6 +60,8 @@ std::optional<LockGuard> ServiceCore::reenter(const std::shared_ptr<HeldLock>& l
       // With lock.replica_acks a WAIT follows: the lease it extends counts only once acknowledged.
       reply = scripts_.run_acknowledged(kRenewScript, keys, args, &is_hold_kept);
       throw_if_transient(lock->key, reply, "re-enter");
+    } catch (const AuthenticationError&) {
+      throw;  // a refused login is not an outage: waiting does not end it
     } catch (const ConnectionError&) {
       // The count is set, not added to: a try repeated after a lost reply counts once.
       const Clock::time_point now = Clock::now();

@@ -76,7 +76,7 @@ void ServiceCore::release(Hold& hold, Release how) {
   if (!final) return release_inner(lock, holds_left);
   // A detached hold keeps the lock until its lease ends, whoever releases last.
   if (detached) return;
-  release_final(lock);
+  release_final(lock, how != Release::without_waiting);
 }
 
 void ServiceCore::release_quietly_after_loss(const std::shared_ptr<HeldLock>& lock) {
@@ -123,7 +123,13 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
   if (is_hold_kept(reply)) lock->extend_validity(sent, Millis(lock->lease_ms.load()));
 }
 
-void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
+std::string ServiceCore::unreleased_advice(const HeldLock& lock) const {
+  return lock.label() + " may not be released: if the release did not run, the lock expires by itself within its "
+                        "lease (" + std::to_string(lock.lease_ms.load()) + " ms); if it did, it was freed or handed to "
+                        "the next waiter";
+}
+
+void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock, bool wait_for_reply) {
   if (lock->own_release) return release_own(lock);
   const LockNames names = names_for(lock->key);
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
@@ -132,16 +138,38 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   // Nor over a Redlock: a hand-off is one node's decision, and the nodes would each hand it to their own head.
   WaiterTable::Offer offer = scripts_.acknowledges() || scripts_.quorum() ? WaiterTable::Offer()
                                                                            : waiters_.offer(names.channel(), lock->owner);
-  const std::string offer_arg =
+  std::string offer_arg =
       offer ? offer.owner() + ' ' + std::to_string(offer.lease_ms()) + ' ' +
                   (lock->handoffs_in_a_row < kMaxLocalHandoffsInARow ? '1' : '0')
             : std::string();
   const std::array<std::string_view, 3> args{lock->owner, line_settings_, offer_arg};
+  // Without an offer, the script's plain form: two arguments.
+  const std::span<const std::string_view> sent_args = offer ? std::span(args) : std::span(args).first(2);
   const Clock::time_point sent = Clock::now();
   RedisReply reply;
   try {
-    // Without an offer, the script's plain form: two arguments.
-    reply = scripts_.run(kReleaseScript, names.script_keys(), offer ? std::span(args) : std::span(args).first(2));
+    // A release that may hand the lock to a waiter of this process is awaited: that waiter starts as soon as
+    // the reply is read, not a sweep of the deferred thread later.
+    if (!wait_for_reply && !offer) {
+      // Null where a call cannot be left unread (a Redlock, replica acks): then the reply is awaited here.
+      if (std::unique_ptr<PendingReply> pending = scripts_.start(kReleaseScript, names.script_keys(), sent_args)) {
+        auto release = std::make_unique<DeferredReleases::Release>(DeferredReleases::Release{
+            std::string(names.lock()), lock, std::move(pending), std::move(offer), std::move(offer_arg), sent});
+        // A reply here already (an executor that cannot leave one unread), or a release of the same lock
+        // still pending (a lock broken by hand and retaken in this process): read it now.
+        if (release->pending->ready_fd() >= 0) release = deferred_.add(std::move(release));
+        if (release) {
+          std::optional<RedisReply> now;
+          try {
+            now = release->pending->get();
+          } catch (const ConnectionError&) {
+          }
+          keep_to_send_again(settle_deferred_release(std::move(release), std::move(now), false));
+        }
+        return;
+      }
+    }
+    reply = scripts_.run(kReleaseScript, names.script_keys(), sent_args);
     if (!transient_state(reply).empty()) {
       // Nothing ran. The offered waiter must not sit out the retries (its
       // wait bounds it by one command, see Ticket::wait): it tries by itself.
@@ -150,11 +178,14 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
     }
     throw_if_transient(lock->key, reply, "release");
   } catch (const ConnectionError& e) {
-    throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
-                          " may not be released: if the release did not run, the lock expires by itself within its "
-                          "lease (" + std::to_string(lock->lease_ms.load()) + " ms); if it did, it was freed or handed "
-                          "to the next waiter");
+    stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
+    throw ConnectionError(std::string(e.what()) + "; " + unreleased_advice(*lock));
   }
+  finish_final_release(lock, names, offer, reply, sent);
+}
+
+void ServiceCore::finish_final_release(const std::shared_ptr<HeldLock>& lock, const LockNames& names,
+                                       WaiterTable::Offer& offer, const RedisReply& reply, Clock::time_point sent) {
   // Released: the waiter told of its turn ('' if none), as text. Handed
   // over to the offered waiter: {token}. Not this acquisition's: 0.
   const bool released = reply.type == RedisReply::Type::String;
@@ -169,7 +200,10 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
   } else {
     offer.decline();
   }
-  if (!released && !not_owner && !handed_token) throw_reply_error(lock->key, names, reply, "release");
+  if (!released && !not_owner && !handed_token) {
+    stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
+    throw_reply_error(lock->key, names, reply, "release");
+  }
   if (not_owner) {
     handle_lost(lock, "release found it was no longer this owner's");
     throw LockLostError(lock->label() +
@@ -181,6 +215,91 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock) {
     // The next turn may be a waiter of this process: wake it now rather than after the notice's round trip.
     waiters_.notify(names.channel(), reply.str);
   }
+}
+
+std::unique_ptr<DeferredReleases::Release> ServiceCore::settle_deferred_release(
+    std::unique_ptr<DeferredReleases::Release> release, std::optional<RedisReply> reply, bool on_deferred_thread) noexcept {
+  const std::shared_ptr<HeldLock> lock = release->lock;
+  // Its reply is read: the connection goes back to the pool now, for what follows (a reload) to use.
+  release->pending.reset();
+  try {
+    const LockNames names = names_for(lock->key);
+    const std::array<std::string_view, 3> args{lock->owner, line_settings_, release->offer_arg};
+    const std::span<const std::string_view> sent_args = release->offer ? std::span(args) : std::span(args).first(2);
+    try {
+      // After a restart or SCRIPT FLUSH: the script is loaded and the release sent again (one round trip).
+      if (reply && ScriptRunner::is_noscript(*reply)) {
+        reply = on_deferred_thread ? run_release_reserved(*lock, sent_args)
+                                   : scripts_.run(kReleaseScript, names.script_keys(), sent_args);
+      }
+      if (!reply) {
+        throw ConnectionError("redis " + redis_->endpoint() + ": the release got no reply within the command timeout "
+                              "(redis.command_timeout_ms), or its connection was lost");
+      }
+      if (!transient_state(*reply).empty()) {
+        // Nothing ran. The offered waiter must not sit out the sends again: it tries by itself.
+        release->offer.decline();
+        release->offer_arg.clear();
+        const Clock::time_point now = Clock::now();
+        // As retry_release: while the hold's validity lasts (nobody renews it now), else given up below.
+        if (now + release->pause < lock->valid_until_time()) {
+          release->send_again_at = now + release->pause;
+          release->pause = std::min(release->pause * 2, kOutageRetry);
+          return release;
+        }
+      }
+      throw_if_transient(lock->key, *reply, "release");
+    } catch (const ConnectionError& e) {
+      release->offer.decline();
+      stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
+      logger_->warn("{}; {}", e.what(), unreleased_advice(*lock));
+      return nullptr;
+    }
+    finish_final_release(lock, names, release->offer, *reply, release->sent);
+  } catch (const LockLostError&) {
+    // Reported already (the log line, stats().lost, on_lost), as a loss the watchdog finds.
+  } catch (const std::exception& e) {
+    release->offer.decline();
+    try {
+      logger_->error("releasing {} (its reply read after the guard was gone) failed: {}", lock->label(), e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+    release->offer.decline();
+  }
+  return nullptr;
+}
+
+std::optional<RedisReply> ServiceCore::send_release_again(DeferredReleases::Release& release) {
+  const std::array<std::string_view, 2> args{release.lock->owner, line_settings_};
+  release.sent = Clock::now();
+  try {
+    return run_release_reserved(*release.lock, args);
+  } catch (const ConnectionError& e) {
+    logger_->debug("{}: sending its release again failed: {}", release.lock->label(), e.what());
+    return std::nullopt;
+  }
+}
+
+RedisReply ServiceCore::run_release_reserved(const HeldLock& lock, std::span<const std::string_view> args) {
+  // The watchdog's own connection, not the pool: the releases waiting for this thread hold pooled
+  // connections that only it gives back. Its command timeout bounds the wait, not this deadline.
+  const LockNames names = names_for(lock.key);
+  const std::array<std::string_view, 5> keys = names.script_keys();
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> call;
+  call.emplace_back(std::vector<std::string>(keys.begin(), keys.end()), std::vector<std::string>(args.begin(), args.end()));
+  std::vector<RedisReply> replies = scripts_.run_pipelined(kReleaseScript, call, Clock::now() + std::chrono::hours(1));
+  if (replies.empty()) throw ConnectionError(lock.label() + ": no reply to its release");
+  return std::move(replies.front());
+}
+
+void ServiceCore::keep_to_send_again(std::unique_ptr<DeferredReleases::Release> release) {
+  if (!release) return;
+  release = deferred_.add(std::move(release));
+  if (!release) return;
+  stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
+  logger_->warn("{}: Redis answered its release with a passing state and it could not be kept to send again; {}",
+                release->lock->label(), unreleased_advice(*release->lock));
 }
 
 void ServiceCore::release_latest(std::string_view key, const std::optional<Owner>& owner) {

@@ -41,9 +41,10 @@ class Exposition {
  public:
   explicit Exposition(const MetricLabels& labels) {
     for (const auto& [name, value] : labels) {
-      if (!is_label_name(name) || name == "quantile" || name.starts_with("__")) {
+      if (!is_label_name(name) || name == "quantile" || name == "key_prefix" || name.starts_with("__")) {
         throw InvalidArgument("prometheus_text: label name '" + name + "' is not allowed; use letters, digits and "
-                              "'_', not starting with a digit or '__', and not 'quantile'");
+                              "'_', not starting with a digit or '__', and not 'quantile' or 'key_prefix' "
+                              "(dlock's own labels)");
       }
       labels_ += (labels_.empty() ? "" : ",") + name + "=\"" + escaped(value) + "\"";
     }
@@ -57,6 +58,16 @@ class Exposition {
   void family(std::string_view name, std::string_view help, std::string_view type) {
     text_.append("# HELP ").append(name).append(" ").append(help).append("\n");
     text_.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+  }
+
+  // A gauge: one sample, or with a breakdown by key prefix one per series (they add up to the whole).
+  void gauge(std::string_view name, std::string_view help, std::uint64_t whole,
+             const std::vector<KeyPrefixGauges>& by_key_prefix, std::uint64_t KeyPrefixGauges::*part) {
+    family(name, help, "gauge");
+    if (by_key_prefix.empty()) return sample(name, "", std::to_string(whole));
+    for (const KeyPrefixGauges& series : by_key_prefix) {
+      sample(name, "key_prefix=\"" + escaped(series.key_prefix) + "\"", std::to_string(series.*part));
+    }
   }
 
   // `extra` is one more label (the summary's quantile), or empty.
@@ -91,6 +102,8 @@ std::string prometheus_text(const LockStats& stats, const MetricLabels& labels) 
   out.counter("dlock_renewal_rounds_total", "Watchdog round trips (renewals go out pipelined).", stats.renewal_rounds);
   out.counter("dlock_handed_over_total", "First holds granted inside another local thread's release.",
               stats.handed_over);
+  out.counter("dlock_releases_failed_total", "Final releases that got no reply or an error reply (each logged).",
+              stats.releases_failed);
   out.family("dlock_acquire_seconds", "Latency of granted lock calls, waiting included.", "summary");
   out.sample("dlock_acquire_seconds", "quantile=\"0.5\"", seconds(stats.acquire_p50));
   out.sample("dlock_acquire_seconds", "quantile=\"0.99\"", seconds(stats.acquire_p99));
@@ -98,6 +111,10 @@ std::string prometheus_text(const LockStats& stats, const MetricLabels& labels) 
   out.sample("dlock_acquire_seconds_count", "", std::to_string(stats.acquire_count));
   out.family("dlock_acquire_max_seconds", "Longest granted lock call since the service started.", "gauge");
   out.sample("dlock_acquire_max_seconds", "", seconds(stats.acquire_max));
+  out.gauge("dlock_held_locks", "Keys this service holds now, one per key and owner.", stats.held,
+            stats.by_key_prefix, &KeyPrefixGauges::held);
+  out.gauge("dlock_waiting_calls", "Acquire calls waiting now for a busy key, blocking or async.", stats.waiting,
+            stats.by_key_prefix, &KeyPrefixGauges::waiting);
   return std::move(out).text();
 }
 

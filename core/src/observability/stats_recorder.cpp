@@ -43,6 +43,7 @@ LockStats StatsRecorder::snapshot() const {
   stats.renewals_failed = renewals_failed.load(std::memory_order_relaxed);
   stats.renewal_rounds = renewal_rounds.load(std::memory_order_relaxed);
   stats.handed_over = handed_over.load(std::memory_order_relaxed);
+  stats.releases_failed = releases_failed.load(std::memory_order_relaxed);
 
   std::array<std::uint64_t, kBuckets> counts{};
   std::uint64_t total = 0;

@@ -80,7 +80,9 @@ class AsyncAcquireAll final : public AsyncOperation, public std::enable_shared_f
                                                                 bool cancelled) {
             // A key's outcome may be told on the timer thread or a cancelling thread: the set's step runs on an I/O thread.
             auto held = std::make_shared<LockGuard>(std::move(guard));
-            self->core_->io_threads().post([self, error, held, cancelled] { self->on_key(error, std::move(*held), cancelled); });
+            self->core_->io_threads().post([self, error = std::move(error), held, cancelled]() mutable {
+              self->on_key(std::move(error), std::move(*held), cancelled);
+            });
           });
           current_ = key;
           // cancel() came while this key was being asked for: it found nothing in flight to cancel.
@@ -109,7 +111,7 @@ class AsyncAcquireAll final : public AsyncOperation, public std::enable_shared_f
     }
     try {
       if (cancelled) return finish_cancelled();
-      if (error) return finish(nullptr, set_->failed(error), false);
+      if (error) return finish(nullptr, set_->failed(std::move(error)), false);
       set_->took(std::move(guard));
       advance();
     } catch (...) {
@@ -148,7 +150,7 @@ class AsyncAcquireAll final : public AsyncOperation, public std::enable_shared_f
     }
     set_.reset();
     AsyncSetDone done = std::move(done_);
-    done(error, std::move(guard), cancelled);
+    done(std::move(error), std::move(guard), cancelled);
   }
 
   const std::shared_ptr<ServiceCore> core_;

@@ -152,6 +152,7 @@ class SharedTry final : public AcquireTry {
     why.try_form = permits_ ? "try_acquire" : kind_ == SharedKind::read ? "try_read_lock" : "try_write_lock";
     return why;
   }
+  std::string_view key() const override { return key_; }
   const std::string& channel() const override { return channel_; }
   const std::string& id() const override { return id_; }
   Millis lease() const override { return lease_; }

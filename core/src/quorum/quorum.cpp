@@ -3,7 +3,11 @@
 #include "dlock/detail/quorum.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 
 #include "dlock/errors.hpp"
 
@@ -87,25 +91,55 @@ RedisReply undecided(const std::vector<NodeAnswer>& answers, std::string_view wh
                         quorum_summary(answers) + "; check the nodes named (redis.redlock.nodes)");
 }
 
+// "12.3 s left", or "its uptime being read" while the node has not been read since it reconnected.
+std::string delay_left(const NodeAnswer& answer) {
+  if (answer.sits_out_for <= std::chrono::milliseconds(0)) return "its uptime being read";
+  return fmt::format("{:.1f} s left", static_cast<double>(answer.sits_out_for.count()) / 1000.0);
+}
+
+// When enough of the nodes that granted but may not vote yet will have sat
+// out their delay to make a majority with the votes counted now; none if
+// they are too few (nodes are missing too: an outage, not only a delay).
+std::optional<std::chrono::system_clock::time_point> votes_from(const std::vector<NodeAnswer>& answers,
+                                                                const Tally& t) {
+  std::vector<std::chrono::milliseconds> left;
+  for (const NodeAnswer& answer : answers) {
+    if (answer.reply && !answer.votes && is_token(*answer.reply)) left.push_back(answer.sits_out_for);
+  }
+  const std::size_t needed = majority_of(answers.size()) - (t.yes + t.no);
+  if (left.empty() || left.size() < needed) return std::nullopt;
+  std::sort(left.begin(), left.end());
+  return std::chrono::system_clock::now() + left[needed - 1];
+}
+
+std::string utc_text(std::chrono::system_clock::time_point when) {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(when)));
+}
+
 }  // namespace
 
 std::string quorum_summary(const std::vector<NodeAnswer>& answers) {
   std::size_t answered = 0;
-  std::size_t sitting_out = 0;
+  std::string sitting_out;  // "host:port (12.3 s left)" of each node that answered but may not vote
+  std::size_t sitting = 0;
   std::string missing;
   for (const NodeAnswer& answer : answers) {
     if (answer.reply) {
       ++answered;
-      if (!answer.votes) ++sitting_out;
+      if (!answer.votes) {
+        ++sitting;
+        sitting_out += (sitting_out.empty() ? "" : ", ") + answer.endpoint + " (" + delay_left(answer) + ")";
+      }
       continue;
     }
     missing += "; " + answer.endpoint + ": " + answer.failure;
   }
   std::string summary = std::to_string(answered) + " of " + std::to_string(answers.size()) +
                         " nodes answered (a majority is " + std::to_string(majority_of(answers.size())) + ")";
-  if (sitting_out > 0) {
-    summary += ", " + std::to_string(sitting_out) +
-               " of them restarted too recently to vote (redis.redlock.restarted_node_delay_ms)";
+  if (sitting > 0) {
+    summary += ", " + std::to_string(sitting) +
+               " of them within their restart delay, not voting until they have been up "
+               "redis.redlock.restarted_node_delay_ms: " + sitting_out;
   }
   return summary + missing;
 }
@@ -146,8 +180,15 @@ AcquireOutcome combine_acquire(const std::vector<NodeAnswer>& answers, bool vali
       return outcome;
     }
     if (t.yes + t.no < majority_of(answers.size())) {
-      outcome.outage = "redlock: no majority could grant the lock: " + quorum_summary(answers) +
-                       "; check the nodes named (redis.redlock.nodes)";
+      outcome.outage = "redlock: no majority could grant the lock: " + quorum_summary(answers);
+      outcome.votes_from = votes_from(answers, t);
+      if (outcome.votes_from) {
+        *outcome.outage += "; enough of them may vote from " + utc_text(*outcome.votes_from) +
+                           ": try again then (a new deployment sits out the delay too; lower it only for nodes "
+                           "that persist every write)";
+      } else {
+        *outcome.outage += "; check the nodes named (redis.redlock.nodes)";
+      }
       return outcome;
     }
   }
@@ -230,7 +271,7 @@ RedisReply combine_renew_many(const std::vector<NodeAnswer>& answers, std::size_
     std::vector<NodeAnswer> per_lock;
     per_lock.reserve(answers.size());
     for (const NodeAnswer& answer : answers) {
-      NodeAnswer one{answer.endpoint, std::nullopt, answer.failure, answer.votes};
+      NodeAnswer one{answer.endpoint, std::nullopt, answer.failure, answer.votes, answer.sits_out_for};
       if (answer.reply && answer.reply->type == RedisReply::Type::Array && lock < answer.reply->elements.size()) {
         one.reply = answer.reply->elements[lock];
       } else if (answer.reply) {

@@ -59,6 +59,7 @@ std::unique_ptr<PendingReply> ScriptRunner::send_to_node(std::size_t i, std::spa
     return pending;
   } catch (const Error& e) {
     answer.failure = e.what();
+    answer.login_refused = dynamic_cast<const AuthenticationError*>(&e) != nullptr;
     rest(i, std::chrono::steady_clock::now());
     return nullptr;
   }
@@ -78,6 +79,12 @@ bool is_granted(const RedisReply& r) {
 }
 bool is_freed(const RedisReply& r) { return r.type == RedisReply::Type::String; }
 bool is_one(const RedisReply& r) { return r.type == RedisReply::Type::Integer && r.integer == 1; }
+
+// Whether the node's reply counts now, and if not, how long it still sits out (for the messages).
+void note_vote(RedisExecutor& node, NodeAnswer& answer) {
+  answer.votes = node.may_vote();
+  if (!answer.votes) answer.sits_out_for = node.sits_out_for();
+}
 
 // A split vote's retry comes after a pause of the caller's own, so that callers who split once do not split again.
 long long split_vote_jitter_ms() {
@@ -180,7 +187,7 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
             lost_scripts.push_back(i);
           } else {
             answers[i].reply = std::move(*reply);
-            answers[i].votes = nodes_[i].redis->may_vote();
+            note_vote(*nodes_[i].redis, answers[i]);
           }
           continue;
         }
@@ -193,6 +200,7 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
         }
       } catch (const Error& e) {
         answers[i].failure = e.what();
+        answers[i].login_refused = dynamic_cast<const AuthenticationError*>(&e) != nullptr;
         pending[i].reset();
         rest(i, now);
         continue;
@@ -225,9 +233,10 @@ std::vector<NodeAnswer> ScriptRunner::ask_every_node(const Script& script, std::
   for (std::size_t i : lost_scripts) {
     try {
       answers[i].reply = nodes_[i].scripts->run(script, keys, args);
-      answers[i].votes = nodes_[i].redis->may_vote();
+      note_vote(*nodes_[i].redis, answers[i]);
     } catch (const Error& e) {
       answers[i].failure = e.what();
+      answers[i].login_refused = dynamic_cast<const AuthenticationError*>(&e) != nullptr;
     }
   }
   return answers;
@@ -266,7 +275,19 @@ RedisReply ScriptRunner::run_on_quorum(const Script& script, std::span<const std
     }
     // A grant still to come is owed: this caller's release will follow it on the same connection.
     for (std::size_t i = 0; i < unread.size(); ++i) nodes_[i].owed->keep(std::move(unread[i]));
-    if (outcome.outage) throw ConnectionError(*outcome.outage);
+    if (outcome.outage && outcome.votes_from) throw RestartDelayError(*outcome.outage, *outcome.votes_from);
+    if (outcome.outage) {
+      // Nodes that refused the login, enough of them that no majority is left
+      // without them: a setting to fix, not an outage to wait out.
+      const auto refused = static_cast<std::size_t>(
+          std::count_if(answers.begin(), answers.end(), [](const NodeAnswer& a) { return a.login_refused; }));
+      if (refused > answers.size() - majority_of(answers.size())) {
+        throw AuthenticationError(*outcome.outage + "; " + std::to_string(refused) + " of " +
+                                  std::to_string(answers.size()) +
+                                  " nodes refused the login: check redis.password (and redis.username)");
+      }
+      throw ConnectionError(*outcome.outage);
+    }
     return std::move(outcome.reply);
   }
   const bool renews = &script == &kRenewScript || &script == &kRaiseFenceScript;
@@ -352,15 +373,18 @@ std::vector<RedisReply> ScriptRunner::run_pipelined_on_quorum(
   const auto failures = in_parallel(nodes_.size(), [&](std::size_t i) {
     per_node[i] = nodes_[i].scripts->run_pipelined(script, calls, deadline);
   });
-  std::vector<bool> votes(nodes_.size());
-  for (std::size_t i = 0; i < nodes_.size(); ++i) votes[i] = !failures[i] && nodes_[i].redis->may_vote();
+  std::vector<NodeAnswer> voting(nodes_.size());  // each node's vote, alike for every call
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!failures[i]) note_vote(*nodes_[i].redis, voting[i]);
+  }
   std::vector<RedisReply> combined;
   combined.reserve(calls.size());
   for (std::size_t call = 0; call < calls.size(); ++call) {
     std::vector<NodeAnswer> answers(nodes_.size());
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       answers[i].endpoint = nodes_[i].endpoint;
-      answers[i].votes = votes[i];
+      answers[i].votes = !failures[i] && voting[i].votes;
+      answers[i].sits_out_for = voting[i].sits_out_for;
       if (failures[i]) {
         answers[i].failure = message_of(failures[i]);
       } else if (call < per_node[i].size()) {

@@ -3,12 +3,11 @@
 // pipelined. Over a Redlock it hands each call to quorum/quorum_runner.cpp.
 #include "dlock/scripts.hpp"
 
-#include "dlock/detail/small_buffer.hpp"
+#include "redis/evalsha_parts.hpp"
 #include "dlock/detail/transient_state.hpp"
 #include "dlock/errors.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <string>
 
 namespace dlock::detail {
@@ -80,22 +79,11 @@ bool ScriptRunner::is_noscript(const RedisReply& reply) {
 RedisReply ScriptRunner::run(const Script& script, std::span<const std::string_view> keys,
                              std::span<const std::string_view> args) {
   if (quorum()) return run_on_quorum(script, keys, args);
-  // Views of the caller's strings, sent without a copy (lock() and unlock() run this on every call).
-  SmallBuffer<std::string_view, 16> buffer(3 + keys.size() + args.size());
-  const std::span<std::string_view> parts = buffer.span();
-  char key_count[24];
-  const auto [end, ec] = std::to_chars(std::begin(key_count), std::end(key_count), keys.size());
-  (void)ec;
-  parts[0] = "EVALSHA";
-  parts[2] = std::string_view(key_count, static_cast<std::size_t>(end - key_count));
-  std::copy(keys.begin(), keys.end(), parts.begin() + 3);
-  std::copy(args.begin(), args.end(), parts.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
-
-  parts[1] = sha_of(script);
-  RedisReply reply = redis_.command_parts(parts);
+  EvalshaParts parts(sha_of(script), keys, args);
+  RedisReply reply = redis_.command_parts(parts.span());
   if (is_noscript(reply)) {
-    parts[1] = load(script);
-    reply = redis_.command_parts(parts);
+    parts.set_sha(load(script));
+    reply = redis_.command_parts(parts.span());
   }
   return reply;
 }
@@ -137,8 +125,8 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
 
   // After a restart or SCRIPT FLUSH: load the script and send those again,
   // in one pipeline on the same urgent path (the pool would queue it behind
-  // user traffic). SCRIPT LOAD and EVALSHA, not EVAL: the README's minimal
-  // ACL grants just those.
+  // user traffic). SCRIPT LOAD and EVALSHA, not EVAL: docs/operations.md's
+  // minimal ACL grants just those.
   std::vector<std::size_t> retried_at;
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (is_noscript(replies[i])) retried_at.push_back(i);

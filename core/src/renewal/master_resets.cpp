@@ -33,13 +33,13 @@ void Watchdog::State::renew_all_now(std::unique_lock<std::mutex>& guard) {
   for (const auto& [key, entry] : watched) {
     // A fixed lease is never renewed (a renewal would extend it): its holder
     // learns from its release, or from its clock when the lease ends.
-    if (!entry.first->renewed.load()) continue;
+    if (!entry.lock->renewed.load()) continue;
     ++renewed;
     // One on the wire may have been sent before the master came back: it goes again once it returns.
-    if (in_flight.contains(key)) {
+    if (entry.in_flight) {
       renew_again.insert(key);
     } else {
-      due_now.push_back(entry.first);
+      due_now.push_back(entry.lock);
     }
   }
   for (const auto& lock : due_now) plan_locked(lock, now);

@@ -194,12 +194,14 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
     const Clock::time_point now = Clock::now();
     LostList lost;
     std::vector<std::shared_ptr<HeldLock>> batch;
-    // Taken first: a task re-planned below may fall due within the window again.
-    std::vector<std::shared_ptr<HeldLock>> due;
+    // Taken first: a task re-planned below may fall due within the window
+    // again. Each entry stays valid until its own lock is forgotten.
+    std::vector<State::Watched*> due;
     for (auto it = state->schedule.begin(); it != state->schedule.end() && it->first <= now + kBatchWindow; ++it) {
-      due.push_back(state->watched.at(it->second).first);
+      due.push_back(&state->watched.at(it->second));
     }
-    for (const std::shared_ptr<HeldLock>& lock : due) {
+    for (State::Watched* entry : due) {
+      const std::shared_ptr<HeldLock> lock = entry->lock;  // a copy: forgetting the lock destroys its entry
       if (lock->lost_flag.load()) {
         lost.emplace_back(lock, "");  // already reported by whoever set the flag
         state->forget_locked(lock.get());
@@ -207,14 +209,13 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
         lost.emplace_back(lock, lock->renewed.load() ? "no renewal succeeded before its lease ran out by the local clock"
                                                      : "its fixed lease ran out while it was still held");
         state->forget_locked(lock.get());
-        state->in_flight.erase(lock.get());
-      } else if (lock->renewed.load() && !state->in_flight.contains(lock.get())) {
+      } else if (lock->renewed.load() && !entry->in_flight) {
         batch.push_back(lock);
-        state->in_flight.insert(lock.get());
-        state->plan_locked(lock, verdict_time(*lock));  // the renewer plans it sooner once it knows
+        entry->in_flight = true;
+        state->replan_locked(*entry, verdict_time(*lock));  // the renewer plans it sooner once it knows
       } else {
         // A fixed lease, or a renewal still on its way: look again at its verdict.
-        state->plan_locked(lock, verdict_time(*lock));
+        state->replan_locked(*entry, verdict_time(*lock));
       }
     }
     if (!batch.empty()) {
@@ -271,12 +272,13 @@ void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
     const Clock::time_point now = Clock::now();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const std::shared_ptr<HeldLock>& lock = batch[i];
-      state->in_flight.erase(lock.get());
-      if (!state->watched.contains(lock.get())) continue;  // released, or given its verdict, meanwhile
+      const auto entry = state->watched.find(lock.get());
+      if (entry == state->watched.end()) continue;  // released, or given its verdict, meanwhile
+      entry->second.in_flight = false;
       // Sent before a reset was noticed, its answer may predate the master's return: once more, now.
-      const bool again = state->renew_again.erase(lock.get()) > 0;
+      const bool again = !state->renew_again.empty() && state->renew_again.erase(lock.get()) > 0;
       const Millis after = again ? Millis(0) : renewed[i] ? renewal_period(*lock) : retry_delay(*lock);
-      state->plan_locked(lock, std::min(verdict_time(*lock), now + after));
+      state->replan_locked(entry->second, std::min(verdict_time(*lock), now + after));
     }
     state->report(guard, lost);
     state->wake.notify_one();  // the scheduler may sleep past a task just planned

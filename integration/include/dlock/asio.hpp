@@ -310,7 +310,7 @@ auto async_dlock_operation(Start start, CompletionToken&& token) {
         std::function<void(std::exception_ptr, Result, bool)> done =
             [completion](std::exception_ptr error, Result guard, bool cancelled) {
               if (cancelled) error = std::make_exception_ptr(asio::system_error(asio::error::operation_aborted));
-              completion->complete(error, std::move(guard));
+              completion->complete(std::move(error), std::move(guard));
             };
         std::shared_ptr<AsyncOperation> operation = start(std::move(done));
         if (!operation) return;
@@ -427,7 +427,7 @@ auto async_unlock(LockGuard&& guard, CompletionToken&& token) {
       [](auto handler, LockGuard guard) {
         auto completion = detail::make_completion(std::move(handler));
         // The release's round trip runs on dlock's I/O threads (an empty guard's "release" at once).
-        guard.release_elsewhere([completion](std::exception_ptr error) { completion->complete(error); });
+        guard.release_elsewhere([completion](std::exception_ptr error) { completion->complete(std::move(error)); });
       },
       token, std::move(guard));
 }
@@ -481,8 +481,9 @@ inline const bool asio_event_loop_check_registered = (set_event_loop_check(&on_a
 // A coroutine block's hold: released on dlock's I/O threads when the block
 // ends (any way: its end, co_return, an exception), so the io thread never
 // waits for the release's round trip; the coroutine's executor has work
-// until the release is over (its io_context's run() does not return before).
-// A failed release is logged.
+// until the release is sent (its io_context's run() does not return before);
+// its reply is read off the caller's path, as a guard's destructor's is
+// (docs/locks.md, "The release: off the caller's path"). A failed release is logged.
 class CoBlockGuard {
  public:
   CoBlockGuard(LockGuard guard, asio::any_io_executor executor) : guard_(std::move(guard)), executor_(std::move(executor)) {}
@@ -514,7 +515,7 @@ inline auto co_block_lock(RedisLockService& service, const BlockRequest& request
 // async_lock) is thrown by the co_await, before the body.
 #define CO_WITH_DISTRIBUTED_LOCK_AS(guard, ...)                                                          \
   if (::dlock::detail::CoBlockGuard guard{co_await ::dlock::detail::co_block_lock<::asio::use_awaitable_t<>>( \
-                                             DLOCK_SERVICE_HERE(), ::dlock::detail::block_request(__VA_ARGS__)), \
+                                             DLOCK_SERVICE_HERE_PLAIN(), ::dlock::detail::block_request(__VA_ARGS__)), \
                                          co_await ::asio::this_coro::executor};                          \
       false) {                                                                                           \
   } else

@@ -100,6 +100,7 @@ class RedlockNode final : public RedisExecutor {
                          std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) override;
   std::string endpoint() const override;
   bool may_vote() override;
+  Millis sits_out_for() override;
 
  private:
   struct State;

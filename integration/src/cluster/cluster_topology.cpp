@@ -8,6 +8,7 @@
 #include "dlock/errors.hpp"
 #include "dlock/redis_connection.hpp"
 #include "config/node_config.hpp"
+#include "connection/connection_failure.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -98,6 +99,7 @@ std::vector<SlotRange> ClusterTopology::ask_slots(const NodeAddress& address, Mi
   RedisConnection connection(bounded);
   const RedisReply reply = connection.command({"CLUSTER", "SLOTS"});
   if (reply.is_error()) {
+    if (is_auth_refusal(reply.str)) throw AuthenticationError(describe_auth_refusal(to_string(address), reply.str));
     throw ConnectionError("redis " + to_string(address) + ": CLUSTER SLOTS refused (" + reply.str +
                           "); redis.mode cluster needs a node started with cluster-enabled yes, and a user "
                           "allowed +cluster|slots");
@@ -118,9 +120,9 @@ void ClusterTopology::discover() {
     try {
       install(ask_slots(seed, config_.connect_timeout + config_.command_timeout));
       return;
+    } catch (const AuthenticationError&) {
+      throw;  // every node shares the password: a refusal will not get better at the next seed
     } catch (const ConnectionError& e) {
-      // Every node shares the password: a refusal will not get better at the next seed.
-      if (std::string_view(e.what()).find("authentication failed") != std::string_view::npos) throw;
       causes += std::string(causes.empty() ? "" : "; ") + e.what();
     }
   }

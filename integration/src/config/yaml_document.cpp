@@ -125,6 +125,16 @@ void check_combinations(const Config& config, const SeenLines& seen, const std::
                     "it, not when replicas copy it (replica acknowledgement is for standalone, sentinel and "
                     "cluster masters with replicas); remove lock.replica_acks");
   }
+  const MetricsConfig& metrics = config.lock.metrics;
+  if (metrics.key_prefixes.size() > metrics.max_key_prefixes) {
+    const std::string name =
+        given("lock.metrics.max_key_prefixes") ? "lock.metrics.max_key_prefixes" : "lock.metrics.key_prefixes";
+    source.fail(line(name), full("lock.metrics.key_prefixes") + ": lists " +
+                                std::to_string(metrics.key_prefixes.size()) + " prefixes, more than " +
+                                full("lock.metrics.max_key_prefixes") + " (" +
+                                std::to_string(metrics.max_key_prefixes) +
+                                "), the bound on series; list fewer or raise the bound");
+  }
   const Millis restarted_node_delay = config.redis.redlock.restarted_node_delay;
   if (mode == RedisMode::redlock && restarted_node_delay.count() > 0 &&
       restarted_node_delay < config.lock.watchdog_timeout) {

@@ -101,4 +101,18 @@ std::vector<NodeAddress> Value::addresses(std::string_view example) const {
   return out;
 }
 
+std::vector<std::string> Value::texts(std::string_view example) const {
+  if (!entry_.value.IsSequence()) return {non_empty_text(example)};
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < entry_.value.size(); ++i) {
+    const YAML::Node item = entry_.value[i];
+    if (!item.IsScalar()) fail("item " + std::to_string(i + 1) + " is " + kind_of(item) + "; expected a text");
+    out.push_back(guarded([&] { return detail::expand_env(item.Scalar()); }));
+    if (out.back().empty()) {
+      fail("item " + std::to_string(i + 1) + " is empty; give a non-empty text, for example " + std::string(example));
+    }
+  }
+  return out;
+}
+
 }  // namespace dlock::detail

@@ -111,6 +111,9 @@ class Value {
   // one ${VAR} can hold them all). At least one.
   std::vector<NodeAddress> addresses(std::string_view example) const;
 
+  // A list of non-empty texts, or one text alone (a list of one).
+  std::vector<std::string> texts(std::string_view example) const;
+
   int line() const { return entry_.line(); }
 
  private:

@@ -107,6 +107,30 @@ const Settings& redis_settings() {
   return settings;
 }
 
+// lock.metrics: the gauges' breakdown by key prefix (MetricsConfig).
+const Settings& metrics_settings() {
+  static const Settings settings{
+      {"key_prefixes",
+       [](const Value& v, Config& c) {
+         auto prefixes = v.texts("[\"order:\", \"stock:\"]");
+         for (const std::string& prefix : prefixes) {
+           if (prefix == "other") v.fail("lists \"other\", the series of keys no prefix matches; choose another name");
+           if (std::count(prefixes.begin(), prefixes.end(), prefix) > 1) {
+             v.fail("lists \"" + prefix + "\" twice; list each prefix once");
+           }
+         }
+         c.lock.metrics.key_prefixes = std::move(prefixes);
+       }},
+      {"key_prefix_separator",
+       [](const Value& v, Config& c) { c.lock.metrics.key_prefix_separator = v.non_empty_text("\":\""); }},
+      {"max_key_prefixes",
+       [](const Value& v, Config& c) {
+         c.lock.metrics.max_key_prefixes = static_cast<std::size_t>(v.integer(1, 1000, "a number of series"));
+       }},
+  };
+  return settings;
+}
+
 const Settings& lock_settings() {
   static const Settings settings{
       {"key_prefix",
@@ -149,6 +173,7 @@ const Settings& lock_settings() {
        [](const Value& v, Config& c) {
          c.lock.async_io_threads = static_cast<std::size_t>(v.integer(1, 64, "a number of threads"));
        }},
+      {"metrics", nullptr, &metrics_settings},
   };
   return settings;
 }

@@ -97,7 +97,15 @@ std::string describe_failure(const std::string& endpoint, const RedisConfig& con
 }
 
 std::string describe_auth_refusal(const std::string& endpoint, const std::string& answer) {
-  return "redis " + endpoint + ": authentication failed (" + answer + "); check redis.username and redis.password";
+  return "redis " + endpoint + ": authentication failed (" + answer +
+         "); check redis.password, and redis.username for an ACL user (or the user:password of redis.url, or "
+         "DLOCK_REDIS_PASSWORD)";
+}
+
+bool is_auth_refusal(std::string_view answer) {
+  return answer.starts_with("NOAUTH") || answer.starts_with("WRONGPASS") ||
+         answer.find("invalid password") != std::string_view::npos ||
+         answer.find("invalid username-password pair") != std::string_view::npos;
 }
 
 }  // namespace dlock::detail

@@ -4,6 +4,7 @@
 // "redis host:port: " and never quotes the password.
 
 #include <string>
+#include <string_view>
 
 #include "dlock/config.hpp"
 #include "connection/transport.hpp"
@@ -21,5 +22,9 @@ std::string describe_failure(const std::string& endpoint, const RedisConfig& con
                              const TransportError& error, bool answered);
 
 std::string describe_auth_refusal(const std::string& endpoint, const std::string& answer);
+
+// Whether a server's error answer is a refused login (NOAUTH, WRONGPASS, an
+// older server's "invalid password").
+bool is_auth_refusal(std::string_view answer);
 
 }  // namespace dlock::detail

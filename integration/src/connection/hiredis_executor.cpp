@@ -51,8 +51,10 @@ namespace {
 class PooledPendingReply final : public PendingReply {
  public:
   using Clock = std::chrono::steady_clock;
-  PooledPendingReply(detail::ConnectionPool::Lease connection, std::vector<Clock::time_point> deadlines)
-      : connection_(std::move(connection)), deadlines_(std::move(deadlines)) {}
+  // `kept`: how many replies come before the one to keep for earlier(), if any.
+  PooledPendingReply(detail::ConnectionPool::Lease connection, std::vector<Clock::time_point> deadlines,
+                     std::optional<std::size_t> kept = std::nullopt)
+      : connection_(std::move(connection)), deadlines_(std::move(deadlines)), kept_(kept) {}
   ~PooledPendingReply() override {
     if (!read_ && !handed_on_) connection_->abandon();  // its reply would be the next borrower's
   }
@@ -60,14 +62,16 @@ class PooledPendingReply final : public PendingReply {
     if (arrived_) return std::move(*std::exchange(arrived_, std::nullopt));
     read_ = true;
     for (; deadlines_.size() > 1; deadlines_.erase(deadlines_.begin())) {
-      (void)connection_->receive(std::min(deadlines_.front(), give_up_at));
+      keep(connection_->receive(std::min(deadlines_.front(), give_up_at)));
     }
     return connection_->receive(std::min(deadlines_.front(), give_up_at));
   }
   std::optional<RedisReply> take_if_arrived() override {
     if (!arrived_) {
       for (; deadlines_.size() > 1; deadlines_.erase(deadlines_.begin())) {
-        if (!connection_->receive_if_arrived()) return std::nullopt;
+        std::optional<RedisReply> reply = connection_->receive_if_arrived();
+        if (!reply) return std::nullopt;
+        keep(std::move(*reply));
       }
       arrived_ = connection_->receive_if_arrived();
       read_ = arrived_.has_value();
@@ -89,13 +93,32 @@ class PooledPendingReply final : public PendingReply {
     handed_on_ = true;
     return std::make_unique<PooledPendingReply>(std::move(connection_), std::move(deadlines));
   }
+  std::unique_ptr<PendingReply> then_keeping(std::span<const std::string_view> argv) override {
+    // This reply is still to come (a kept one taken by take_if_arrived() is the caller's already).
+    // A broken connection carries nothing more: the caller reads this reply, then runs its command anywhere.
+    if (arrived_ || read_ || connection_->broken()) return nullptr;
+    std::vector<Clock::time_point> deadlines = deadlines_;
+    const std::size_t before = deadlines.size() - 1;
+    deadlines.push_back(connection_->send_command(argv));
+    handed_on_ = true;
+    return std::make_unique<PooledPendingReply>(std::move(connection_), std::move(deadlines), before);
+  }
+  std::optional<RedisReply> earlier() override { return std::move(earlier_); }
 
  private:
+  // A reply read on the way to this one: kept if it is the one then_keeping() asked for.
+  void keep(RedisReply reply) {
+    if (kept_ && *kept_ == 0) earlier_ = std::move(reply);
+    if (kept_) kept_ = *kept_ == 0 ? std::nullopt : std::optional<std::size_t>(*kept_ - 1);
+  }
+
   detail::ConnectionPool::Lease connection_;
   std::vector<Clock::time_point> deadlines_;  // of the replies still to come, this one's last
   bool read_ = false;
   bool handed_on_ = false;  // then() moved the connection on
   std::optional<RedisReply> arrived_;  // taken by take_if_arrived, not yet by get
+  std::optional<std::size_t> kept_;    // replies still to read before the one earlier() gives
+  std::optional<RedisReply> earlier_;
 };
 
 }  // namespace

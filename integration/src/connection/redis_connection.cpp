@@ -26,12 +26,6 @@ using Clock = std::chrono::steady_clock;
 // As hiredis' own reads: enough for most replies in one call.
 constexpr std::size_t kReadChunk = 16 * 1024;
 
-bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
-
-bool is_auth_refusal(std::string_view answer) {
-  return answer.starts_with("NOAUTH") || answer.starts_with("WRONGPASS") || contains(answer, "invalid password") ||
-         contains(answer, "invalid username-password pair");
-}
 
 void free_reader(redisReader* reader) {
   if (reader != nullptr) redisReaderFree(reader);
@@ -57,17 +51,20 @@ RedisConnection::RedisConnection(const RedisConfig& config)
       if (!config_.username.empty()) auth.push_back(config_.username);
       auth.push_back(config_.password);
       const RedisReply answer = command(auth);
-      if (answer.is_error()) throw ConnectionError(describe_auth_refusal(endpoint_, answer.str));
+      if (answer.is_error()) throw AuthenticationError(describe_auth_refusal(endpoint_, answer.str));
     }
     if (config_.database != 0) {
       const RedisReply answer = command({"SELECT", std::to_string(config_.database)});
       if (answer.is_error()) {
         // Without a password a protected server refuses SELECT with NOAUTH.
-        if (is_auth_refusal(answer.str)) throw ConnectionError(describe_auth_refusal(endpoint_, answer.str));
+        if (is_auth_refusal(answer.str)) throw AuthenticationError(describe_auth_refusal(endpoint_, answer.str));
         throw ConnectionError("redis " + endpoint_ + ": SELECT " + std::to_string(config_.database) + " refused (" +
                               answer.str + "); check redis.database");
       }
     }
+  } catch (const AuthenticationError&) {
+    if (transport_) transport_->abandon();
+    throw;  // says already that nothing was sent
   } catch (const ConnectionError& e) {
     // A half-made connection says no goodbye; nothing of the caller's command was sent on it.
     if (transport_) transport_->abandon();
@@ -314,10 +311,7 @@ bool RedisConnection::closed_while_idle() {
 void check_pong(const RedisReply& pong, const std::string& endpoint, std::string_view what_to_check) {
   if (!pong.is_error()) return;
   // A server with a password answers NOAUTH when none (or no user) was configured.
-  if (pong.str.starts_with("NOAUTH")) {
-    throw ConnectionError("redis " + endpoint + ": authentication failed (" + pong.str +
-                          "); check redis.username and redis.password");
-  }
+  if (pong.str.starts_with("NOAUTH")) throw AuthenticationError(describe_auth_refusal(endpoint, pong.str));
   if (!transient_state(pong).empty()) {
     throw ConnectionError("redis " + endpoint + ": PING answered " + pong.str + "; " +
                           std::string(kTransientStateAdvice));

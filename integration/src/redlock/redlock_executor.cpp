@@ -63,12 +63,16 @@ void RedlockExecutor::connect() {
   const auto failures = detail::in_parallel(nodes_.size(), [this](std::size_t i) { nodes_[i]->connect(); });
   std::vector<detail::NodeAnswer> answers;
   std::size_t connected = 0;
+  bool login_refused = false;  // by a node: a setting to fix, whatever else kept the majority away
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     detail::NodeAnswer answer{nodes_[i]->endpoint(), std::nullopt, {}, true};
     if (failures[i]) {
       // A refusal to read the uptime is the user's to fix, not an outage: said at once.
       try {
         std::rethrow_exception(failures[i]);
+      } catch (const AuthenticationError& e) {
+        answer.failure = e.what();
+        login_refused = true;
       } catch (const ConnectionError& e) {
         answer.failure = e.what();
       }
@@ -89,8 +93,10 @@ void RedlockExecutor::connect() {
     }
   }
   if (connected < detail::majority_of(nodes_.size())) {
-    throw ConnectionError("redlock: cannot reach a majority of the nodes at start-up: " +
-                          detail::quorum_summary(answers) + "; check redis.redlock.nodes and that they run");
+    const std::string message = "redlock: cannot reach a majority of the nodes at start-up: " +
+                                detail::quorum_summary(answers) + "; check redis.redlock.nodes and that they run";
+    if (login_refused) throw AuthenticationError(message);
+    throw ConnectionError(message);
   }
 }
 

@@ -105,6 +105,15 @@ struct RedlockNode::State {
     return false;
   }
 
+  // How long the node still sits out by the last reading; zero if that
+  // reading is stale (a connection opened since) or the delay has passed.
+  Millis delay_left() {
+    const std::uint64_t opened = redis.connections_opened();
+    std::lock_guard lock(mutex);
+    if (!read_at_opened || *read_at_opened != opened) return Millis(0);
+    return std::max(Millis(0), std::chrono::ceil<Millis>(voting_from - Clock::now()));
+  }
+
   // Called with mutex held.
   void start_reading() {
     std::thread previous = take_reader();
@@ -194,6 +203,11 @@ std::string RedlockNode::run_id() const {
 bool RedlockNode::may_vote() {
   if (state_->restarted_node_delay <= Millis(0)) return true;
   return state_->votes_now();
+}
+
+Millis RedlockNode::sits_out_for() {
+  if (state_->restarted_node_delay <= Millis(0)) return Millis(0);
+  return state_->delay_left();
 }
 
 RedisReply RedlockNode::command(const RedisCommand& argv) {

@@ -236,6 +236,11 @@ FoundMaster discover_master(const RedisConfig& config) {
     }
     attempts.push_back({to_string(config.sentinel.nodes[i]), Miss::no_master_there, std::move(detail)});
   }
+  // Every Sentinel refused the login: a setting to fix, not an outage to wait out.
+  const bool all_refused_login =
+      !attempts.empty() &&
+      std::all_of(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.miss == Miss::auth_refused; });
+  if (all_refused_login) throw AuthenticationError(describe(config, attempts));
   throw ConnectionError(describe(config, attempts));
 }
 

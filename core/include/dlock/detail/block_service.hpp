@@ -37,12 +37,32 @@ class ServiceHandle {
                   "(inside a LockAware class: lock_service())");
   }
 
-  RedisLockService& operator()() const { return *service_; }
+  template <typename... Tag>  // the macros' tag, ignored
+  RedisLockService& operator()(Tag...) const {
+    return *service_;
+  }
 
  private:
   std::shared_ptr<RedisLockService> owned_;
   RedisLockService* service_ = nullptr;
 };
+
+// The macros' call of dlock_current_lock_service passes one of these: an
+// argument whose type depends on a template parameter makes the call
+// dependent, so `requires` can ask whether it compiles where the macro is
+// used instead of the call failing with a compiler's own words.
+template <typename>
+struct ServiceLookup {};
+
+// Reached only where no service is in scope: a message saying what to write.
+template <typename Where>
+RedisLockService& no_service_in_scope() {
+  static_assert(always_false_v<Where>,
+                "a dlock macro found no lock service here: name one first with DISTRIBUTED_LOCK_SERVICE(service); "
+                "a static member function of a LockAware class, a lambda that does not capture `this`, and "
+                "(with DLOCK_NO_DEFAULT_SERVICE) a free function have none of their own");
+  throw Error("no lock service in scope");
+}
 
 inline RedisLockService& service_of(RedisLockService& service) { return service; }
 inline RedisLockService& service_of(const std::shared_ptr<RedisLockService>& service) {

@@ -7,6 +7,7 @@
 // the call is answered as an outage (ConnectionError) or with the first
 // node's error reply, so that the core waits it out as it does one server's.
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -25,7 +26,9 @@ struct NodeAnswer {
   std::optional<RedisReply> reply;  // none: the node gave no reply (unreachable, timed out)
   std::string failure;              // why, when there is no reply
   bool votes = true;                // whether its grants count now (RedisExecutor::may_vote)
+  std::chrono::milliseconds sits_out_for{0};  // when it does not vote: how long still (RedisExecutor::sits_out_for)
   bool sent = true;                 // whether the call reached the node's socket (false: skipped, or sending failed)
+  bool login_refused = false;       // the failure was a refused login (AuthenticationError): waiting will not end it
 };
 
 inline std::size_t majority_of(std::size_t nodes) { return nodes / 2 + 1; }
@@ -40,6 +43,9 @@ struct AcquireOutcome {
   RedisReply reply;
   std::vector<std::size_t> to_undo;
   std::optional<std::string> outage;  // undecided for want of answers: the ConnectionError's message
+  // The outage is for want of voters: enough nodes answered, too few may vote
+  // yet (RestartDelayError); when enough will have sat out their delay.
+  std::optional<std::chrono::system_clock::time_point> votes_from;
 };
 AcquireOutcome combine_acquire(const std::vector<NodeAnswer>& answers, bool validity_spent, long long jitter_ms);
 

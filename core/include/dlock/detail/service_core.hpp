@@ -16,14 +16,17 @@
 
 #include "dlock/detail/acquisition_id.hpp"
 #include "dlock/detail/async_acquire.hpp"
+#include "dlock/detail/deferred_releases.hpp"
 #include "dlock/detail/held_lock.hpp"
 #include "dlock/detail/instance_registry.hpp"
 #include "dlock/detail/io_threads.hpp"
+#include "dlock/detail/key_prefix_series.hpp"
 #include "dlock/detail/lock_names.hpp"
 #include "dlock/detail/lost_notifier.hpp"
 #include "dlock/detail/shared_request.hpp"
 #include "dlock/detail/stats_recorder.hpp"
 #include "dlock/detail/waiter_table.hpp"
+#include "dlock/detail/waiting_calls.hpp"
 #include "dlock/detail/watchdog.hpp"
 #include "dlock/lock_guard.hpp"
 #include "dlock/lock_options.hpp"
@@ -91,7 +94,10 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // A semaphore's permit count, set now (its waiters are woken), and what it has: {count or -1, in use}.
   void set_permits(std::string_view name, long long permits);
   std::pair<long long, long long> permits_of(std::string_view name);
-  enum class Release { in_redis, locally_only };
+  enum class Release { in_redis, without_waiting, locally_only };
+  // without_waiting (a guard's destructor): a final release is sent and its
+  // reply read off the caller's path (deferred_releases.hpp); a loss it finds
+  // is reported as the watchdog reports one, a failure logged and counted.
   // locally_only forgets the hold (and stops renewing) but leaves Redis to expire it.
   void release(Hold& hold, Release how = Release::in_redis);
   // Releases the most recent live hold of `key` by `owner` (unset: the calling thread's).
@@ -104,9 +110,12 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   std::uint64_t fencing_token(const Hold& hold);
   void set_on_lost(std::function<void(const std::string&)> hook);
   std::size_t watched_locks() const { return watchdog_.watched_count(); }
-  LockStats stats() const { return stats_.snapshot(); }
+  // The counters, and the gauges of what this service holds and waits for now (observability/service_stats.cpp).
+  LockStats stats() const;
   spdlog::logger& logger() { return *logger_; }
   const LockConfig& config() const { return config_; }
+  // The executor the service runs on, for reads beside the lock scripts (inspection/).
+  RedisExecutor& redis() const { return *redis_; }
   // Throws InvalidArgument for a key or options lock() would refuse, without a round trip.
   void validate(std::string_view key, const LockOptions& options) const;
 
@@ -146,7 +155,30 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void remember_orphan(const std::string& held, const std::string& id, Millis lease);
   void leave_line(const LockNames& names, const std::string& id);
   void release_inner(const std::shared_ptr<HeldLock>& lock, int holds_left);
-  void release_final(const std::shared_ptr<HeldLock>& lock);
+  void release_final(const std::shared_ptr<HeldLock>& lock, bool wait_for_reply);
+  // What a final release's reply says: counted released (the next turn told),
+  // or the loss reported and LockLostError thrown, or RedisError for a reply
+  // that is neither. Settles `offer` first.
+  void finish_final_release(const std::shared_ptr<HeldLock>& lock, const LockNames& names,
+                            WaiterTable::Offer& offer, const RedisReply& reply, Clock::time_point sent);
+  // The reply of a release sent without waiting (none: it never came), read
+  // by the deferred releases' thread or by the next acquisition of its lock.
+  // Never throws, never waits for more than a round trip (a NOSCRIPT reply's
+  // rerun): a release Redis answered with a passing state is returned, to be
+  // sent again by that thread (DeferredReleases::Settle).
+  // On the deferred thread (`on_deferred_thread`), it never borrows a pooled connection (DeferredReleases::Settle).
+  std::unique_ptr<DeferredReleases::Release> settle_deferred_release(std::unique_ptr<DeferredReleases::Release> release,
+                                                                     std::optional<RedisReply> reply,
+                                                                     bool on_deferred_thread) noexcept;
+  // Runs a release again after a passing state, in its plain form (its offer was declined), on the
+  // deferred thread; its reply, or none.
+  std::optional<RedisReply> send_release_again(DeferredReleases::Release& release);
+  // The release script on the executor's reserved (urgent) connection, for the deferred thread.
+  RedisReply run_release_reserved(const HeldLock& lock, std::span<const std::string_view> args);
+  // A release settle_deferred_release() returned, handed to the deferred thread to send again (null: nothing).
+  void keep_to_send_again(std::unique_ptr<DeferredReleases::Release> release);
+  // What a caller is told when a final release may not have run.
+  std::string unreleased_advice(const HeldLock& lock) const;
   // Best effort, errors logged at debug: the final release of an acquisition already known lost.
   void release_quietly_after_loss(const std::shared_ptr<HeldLock>& lock);
   // A new acquisition of the Redis hash `lock_name` (a lock, or a record of another primitive's: `own_release`).
@@ -199,9 +231,14 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   ScriptRunner scripts_;
   WaiterTable waiters_;
   StatsRecorder stats_;
+  WaitingCalls waiting_calls_;         // the waiting gauge; each Acquisition marks itself
+  KeyPrefixSeries key_prefix_series_;  // the gauges' key_prefix label (lock.metrics)
 
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<HeldLock>> held_;  // guarded by mutex_; keyed by held_key()
+  // Guarded by mutex_. Keyed by a view of each HeldLock's own held_key (its
+  // lock outlives the entry): with a million locks held, a second copy of
+  // every key would cost some 80 bytes a lock.
+  std::unordered_map<std::string_view, std::shared_ptr<HeldLock>> held_;
   std::function<void(const std::string&)> on_lost_;                  // guarded by mutex_
   struct Orphan {
     std::string id;
@@ -220,6 +257,13 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   void keep_lines();
   std::mutex keeper_mutex_;
   bool keeper_running_ = false;  // guarded by keeper_mutex_
+
+  // Final releases whose replies are still to come; drained first when the service goes.
+  DeferredReleases deferred_{
+      [this](std::unique_ptr<DeferredReleases::Release> release, std::optional<RedisReply> reply) {
+        return settle_deferred_release(std::move(release), std::move(reply), true);
+      },
+      [this](DeferredReleases::Release& release) { return send_release_again(release); }};
 
   Watchdog watchdog_;  // last: its thread stops before the members it uses go
 };

@@ -15,7 +15,7 @@ namespace dlock::detail {
 class StatsRecorder {
  public:
   std::atomic<std::uint64_t> acquired{0}, reentered{0}, released{0}, contended{0}, busy{0}, timeouts{0}, lost{0},
-      renewals_sent{0}, renewals_failed{0}, renewal_rounds{0}, handed_over{0};
+      renewals_sent{0}, renewals_failed{0}, renewal_rounds{0}, handed_over{0}, releases_failed{0};
 
   void record_acquire_latency(std::chrono::nanoseconds latency);
   LockStats snapshot() const;
