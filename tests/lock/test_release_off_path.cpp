@@ -6,6 +6,7 @@
 
 #include <spdlog/sinks/base_sink.h>
 
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <string>
@@ -33,6 +34,59 @@ std::shared_ptr<dlock::RedisLockService> logging_service(const dlock::test::Redi
 void pause_writes(const dlock::test::RedisServer& redis, int ms) {
   REQUIRE(redis.run({"CLIENT", "PAUSE", std::to_string(ms), "WRITE"}) == "OK");
 }
+
+// The keys the service's on_lost was told of (kept alive by the hook, which may run after the test's scope).
+class LostKeys {
+ public:
+  explicit LostKeys(dlock::RedisLockService& service) : told_(std::make_shared<Told>()) {
+    service.on_lost([told = told_](const std::string& key) {
+      std::lock_guard lock(told->mutex);
+      told->keys.push_back(key);
+    });
+  }
+  std::vector<std::string> keys() const {
+    std::lock_guard lock(told_->mutex);
+    return told_->keys;
+  }
+
+ private:
+  struct Told {
+    std::mutex mutex;
+    std::vector<std::string> keys;
+  };
+  std::shared_ptr<Told> told_;
+};
+
+// An executor as Sentinel's and Cluster's are: start() runs the whole call (the default). Its first
+// release of a semaphore's record runs in Redis and then fails as if its reply were lost.
+class ReplyLosingExecutor final : public dlock::RedisExecutor {
+ public:
+  explicit ReplyLosingExecutor(std::shared_ptr<dlock::HiredisExecutor> inner) : inner_(std::move(inner)) {}
+  dlock::RedisReply command(const dlock::RedisCommand& argv) override { return inner_->command(argv); }
+  dlock::RedisReply command_parts(std::span<const std::string_view> argv) override {
+    dlock::RedisReply reply = inner_->command_parts(argv);
+    const bool releases_record = argv.size() > 3 && argv[0] == "EVALSHA" && argv[3].find(":holders:") != std::string_view::npos;
+    if (releases_record && !cut_.exchange(true)) throw dlock::ConnectionError("test: the reply was lost");
+    return reply;
+  }
+  std::vector<dlock::RedisReply> pipeline(const std::vector<dlock::RedisCommand>& commands) override {
+    return inner_->pipeline(commands);
+  }
+  std::vector<dlock::RedisReply> urgent_pipeline(const std::vector<dlock::RedisCommand>& commands,
+                                                 std::chrono::steady_clock::time_point deadline) override {
+    return inner_->urgent_pipeline(commands, deadline);
+  }
+  dlock::Subscription subscribe(const std::string& channel, dlock::MessageHandler on_message,
+                                std::optional<std::chrono::milliseconds> confirm_within) override {
+    return inner_->subscribe(channel, std::move(on_message), confirm_within);
+  }
+  std::string endpoint() const override { return inner_->endpoint(); }
+  bool cut() const { return cut_.load(); }
+
+ private:
+  std::shared_ptr<dlock::HiredisExecutor> inner_;
+  std::atomic<bool> cut_{false};
+};
 
 }  // namespace
 
@@ -79,22 +133,14 @@ TEST_CASE("a re-lock sent while its own release still waits in Redis follows it 
 TEST_CASE("a release that finds the hold gone after its guard is gone reports the loss", "[release][off-path]") {
   dlock::test::RedisServer redis;
   auto service = dlock::test::make_service(redis);
-  std::mutex mutex;
-  std::vector<std::string> told;
-  service->on_lost([&](const std::string& key) {
-    std::lock_guard lock(mutex);
-    told.push_back(key);
-  });
+  const LostKeys told(*service);
   {
     auto guard = service->lock("vanished");
     REQUIRE(guard);
     REQUIRE(redis.run({"DEL", "dlock:{vanished}"}) == "1");  // taken away behind the holder's back
   }
   CHECK(dlock::test::eventually([&] { return service->stats().lost == 1; }));
-  CHECK(dlock::test::eventually([&] {
-    std::lock_guard lock(mutex);
-    return told == std::vector<std::string>{"vanished"};
-  }));
+  CHECK(dlock::test::eventually([&] { return told.keys() == std::vector<std::string>{"vanished"}; }));
   CHECK(service->stats().released == 0);
 }
 
@@ -250,4 +296,190 @@ TEST_CASE("review: the deferred thread runs a release again without a pooled con
   CHECK(dlock::test::eventually([&] { return redis.run({"EXISTS", "dlock:{b}"}) == "0"; }, 3s));
   CHECK(service->stats().releases_failed == 0);
   CHECK(dlock::test::eventually([&] { return service->stats().released == 3; }));
+}
+
+// The read-write lock's and the semaphore's holds are released off the path as a lock's: an acquisition of
+// the same primitive follows this process's releases still in flight, on their connection.
+
+TEST_CASE("a permit taken and given back in a tight loop never finds its own release in the way",
+          "[release][off-path][semaphore]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  const dlock::Semaphore single = service->semaphore("tight-permit", 1);
+  constexpr int kCycles = 200;
+  for (int i = 0; i < kCycles; ++i) {
+    // Tries once: a release of its own still on its way would leave it empty-handed.
+    auto permit = single.try_acquire();
+    REQUIRE(permit);
+  }
+  CHECK(service->stats().busy == 0);
+  CHECK(dlock::test::eventually([&] { return service->stats().released == kCycles; }));
+  CHECK(service->stats().releases_failed == 0);
+  CHECK(single.available() == 1);
+}
+
+TEST_CASE("write and read holds alternating on one thread never find their own releases in the way",
+          "[release][off-path][read-write]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  constexpr int kCycles = 100;
+  for (int i = 0; i < kCycles; ++i) {
+    {
+      auto write = service->try_write_lock("tight-rw");
+      REQUIRE(write);
+    }
+    auto read = service->try_read_lock("tight-rw");  // after a write's release still on its way
+    REQUIRE(read);
+    read = dlock::LockGuard();
+    auto write = service->try_write_lock("tight-rw");  // after a read's release still on its way
+    REQUIRE(write);
+  }
+  CHECK(service->stats().busy == 0);
+  CHECK(dlock::test::eventually([&] { return service->stats().released == 3 * kCycles; }));
+  CHECK(service->stats().releases_failed == 0);
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{tight-rw}:rw:write"}));
+}
+
+TEST_CASE("a permit asked for while its own release still waits in Redis follows it there and is granted",
+          "[release][off-path][semaphore]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  const dlock::Semaphore single = service->semaphore("follow-permit", 1);
+  {
+    auto permit = single.acquire();
+    REQUIRE(permit);
+    pause_writes(redis, 300);
+  }
+  // The release is held by the pause, unanswered: this try goes after it on its connection.
+  CHECK(service->stats().released == 0);
+  auto again = single.try_acquire();
+  CHECK(again);
+  CHECK(service->stats().released == 1);
+  CHECK(service->stats().busy == 0);
+  CHECK(redis.run({"ZCARD", "dlock:{follow-permit}:semaphore:queue"}) == "0");
+}
+
+TEST_CASE("all three permits asked for while their three releases wait in Redis follow them and are granted",
+          "[release][off-path][semaphore]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  const dlock::Semaphore three = service->semaphore("follow-permits", 3);
+  {
+    std::vector<dlock::LockGuard> permits;
+    for (int i = 0; i < 3; ++i) permits.push_back(three.acquire());
+    pause_writes(redis, 300);
+  }
+  // Three releases unanswered: two are read first, the try follows the third on its connection.
+  CHECK(service->stats().released == 0);
+  auto all = three.try_acquire(3);
+  CHECK(all);
+  CHECK(service->stats().released == 3);
+  CHECK(service->stats().busy == 0);
+  all = dlock::LockGuard();
+  CHECK(three.available() == 3);  // follows that release too
+}
+
+TEST_CASE("a write hold deleted behind its holder's back is reported lost by the release after its guard",
+          "[release][off-path][read-write]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  const LostKeys told(*service);
+  {
+    auto guard = service->write_lock("vanished-rw");
+    REQUIRE(guard);
+    REQUIRE(redis.run({"DEL", "dlock:{vanished-rw}:rw:write"}) == "1");
+  }
+  CHECK(dlock::test::eventually([&] { return service->stats().lost == 1; }));
+  CHECK(dlock::test::eventually([&] { return told.keys() == std::vector<std::string>{"vanished-rw"}; }));
+  CHECK(service->stats().released == 0);
+}
+
+TEST_CASE("a write hold's release whose connection is cut before it ran is sent again and frees it",
+          "[release][off-path][read-write]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  {
+    auto guard = service->write_lock("cut-rw");
+    REQUIRE(guard);
+    pause_writes(redis, 500);
+  }
+  // Read by Redis, held by the pause, dropped with its connection: it never runs.
+  REQUIRE(redis.run({"CLIENT", "KILL", "TYPE", "normal"}) != "0");
+  // Sent again by the service's thread, it frees the hold now, not its 30 s lease later.
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{cut-rw}:rw:write"}, 5s));
+  CHECK(dlock::test::eventually([&] { return service->stats().released == 1; }));
+  CHECK(service->stats().lost == 0);
+}
+
+TEST_CASE("a permit's release in flight while Redis is frozen neither holds up its caller nor is called lost",
+          "[release][off-path][semaphore]") {
+  dlock::test::RedisServer redis;
+  dlock::test::CapturedLog log;
+  auto service = logging_service(redis, log);
+  const dlock::Semaphore single = service->semaphore("frozen-permit", 1);
+  auto permit = single.acquire();
+  REQUIRE(permit);
+  redis.freeze();
+  permit = dlock::LockGuard();  // the destructor's release: no reply until the thaw
+  CHECK(service->stats().releases_failed == 0);
+  CHECK(service->stats().released == 0);
+  std::this_thread::sleep_for(1500ms);  // past the command timeout: the reply is given up, the release sent again
+  redis.thaw();
+  // The first send runs at the thaw; a later one finds the permit gone and cannot tell who freed it: never a loss.
+  CHECK(dlock::test::eventually([&] { return single.available() == 1; }, 10s));
+  CHECK(dlock::test::eventually(
+      [&] { return service->stats().released == 1 || log.str().find("reply was lost") != std::string::npos; }, 10s));
+  CHECK(service->stats().lost == 0);
+}
+
+TEST_CASE("permit releases still in flight when the service goes reach Redis before it is gone",
+          "[release][off-path][semaphore]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  {
+    const dlock::Semaphore three = service->semaphore("exit-permits", 3);
+    std::vector<dlock::LockGuard> permits;
+    for (int i = 0; i < 3; ++i) permits.push_back(three.acquire());
+    pause_writes(redis, 400);
+  }
+  service.reset();
+  CHECK(redis.run({"SCARD", "dlock:{exit-permits}:semaphore:holders"}) == "0");
+}
+
+TEST_CASE("review: a permit's release that ran but lost its reply inside start() is not reported lost",
+          "[release][off-path][semaphore]") {
+  dlock::test::RedisServer redis;
+  dlock::Config config = redis.config();
+  auto inner = std::make_shared<dlock::HiredisExecutor>(config.redis);
+  inner->connect();
+  auto executor = std::make_shared<ReplyLosingExecutor>(inner);
+  auto service = std::make_shared<dlock::RedisLockService>(executor, config.lock);
+  const LostKeys told(*service);
+  const dlock::Semaphore single = service->semaphore("ran-permit", 1);
+  {
+    auto permit = single.acquire();
+    REQUIRE(permit);
+  }
+  REQUIRE(executor->cut());
+  // It ran: the permit is back. Sent again, the release finds it gone, and nobody can tell it was not
+  // that first send's doing: counted failed, never lost.
+  CHECK(single.available() == 1);
+  CHECK(service->stats().lost == 0);
+  CHECK(service->stats().releases_failed == 1);
+  CHECK(told.keys().empty());
+}
+
+TEST_CASE("a write hold's release Redis answers NOSCRIPT is run again off the caller's path and frees it",
+          "[release][off-path][read-write]") {
+  dlock::test::RedisServer redis;
+  auto service = dlock::test::make_service(redis);
+  {
+    auto guard = service->write_lock("noscript-rw");
+    REQUIRE(guard);
+    REQUIRE(redis.run({"SCRIPT", "FLUSH"}) == "OK");
+  }
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{noscript-rw}:rw:write"}, 5s));
+  CHECK(dlock::test::eventually([&] { return service->stats().released == 1; }));
+  CHECK(service->stats().lost == 0);
+  CHECK(service->stats().releases_failed == 0);
 }

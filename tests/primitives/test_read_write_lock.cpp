@@ -179,5 +179,7 @@ TEST_CASE("WITH_DISTRIBUTED_READ_LOCK and WITH_DISTRIBUTED_WRITE_LOCK take the l
     ++ran;
   }
   CHECK(ran == 2);
+  // The block's release is on its way (not awaited): another service's try may reach Redis before it.
+  CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{prices:eu}:rw:write"}));
   CHECK(other->try_write_lock("prices:eu"));
 }

@@ -188,7 +188,10 @@ TEST_CASE("review: a release retried after a lost reply frees its own permit onl
   std::thread sleeper = dlock::test::sleep_redis(redis, "0.6");
   const int outcome = release_outcome(mine);  // its first reply is lost, a retry finds it gone
   sleeper.join();
-  CHECK(outcome == 0);
+  // Returned (a retry ran first and freed it), or ConnectionError (the first send freed it, and the retry
+  // cannot tell that from a loss): never LockLostError, as nothing was lost.
+  INFO("outcome " << outcome);
+  CHECK((outcome == 0 || outcome == 2));
   CHECK(theirs);
   CHECK_FALSE(theirs.lost());
   CHECK(sem.available() == 2);
@@ -227,7 +230,7 @@ TEST_CASE("review: lock_all restarting because a key keeps expiring ends within 
   INFO("took " << took << " ms");
   CHECK((timed_out || whole));
   CHECK(took < 2000 + 1500);
-  if (timed_out) CHECK(redis.run({"EXISTS", "dlock:{k1}"}) == "0");
+  if (timed_out) CHECK(dlock::test::released(redis, {"EXISTS", "dlock:{k1}"}));
 }
 
 // Fix 2: a reader behind a writer that gets the lock and releases quickly is

@@ -123,6 +123,11 @@ class ScriptRunner {
   RedisReply run_after(PendingReply& before, const BeforeReply& on_before, const Script& script,
                        std::span<const std::string_view> keys, std::span<const std::string_view> args);
 
+  // Loads `script` unless it was loaded before: a later start() of it then
+  // sends at once, with no load to wait for (a release must not wait on a
+  // stalled Redis).
+  void preload(const Script& script) { (void)sha_of(script); }
+
   // Whether Redis answered NOSCRIPT (restarted, SCRIPT FLUSH): the call did not run.
   static bool is_noscript(const RedisReply& reply);
 

@@ -50,7 +50,9 @@ class Semaphore {
   void set_permits(long long permits) const;
   // The count in Redis, or this handle's count if none is set yet.
   long long permits() const;
-  // Permits free now: the count less those held by live holders (0 if more are held).
+  // Permits free now: the count less those held by live holders (0 if more are held). A permit whose
+  // guard this service released is free here at once: the call follows that release (whose reply a
+  // destructor does not wait for) into Redis. Another process may see it a moment later.
   long long available() const;
 
   // The async API's entry for acquire()/try_acquire() (<dlock/asio.hpp>): see RedisLockService::start_async.

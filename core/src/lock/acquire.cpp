@@ -65,21 +65,9 @@ class LockTry final : public AcquireTry {
   RedisReply send(std::span<const std::string_view> args) {
     std::unique_ptr<DeferredReleases::Release> before = core_.deferred_.claim(names_.lock());
     if (!before) return core_.scripts_.run_acknowledged(kAcquireScript, names_.script_keys(), args, &is_grant);
-    PendingReply& release_sent = *before->pending;
-    ServiceCore& core = core_;
-    bool release_ran_late = false;
-    const ScriptRunner::BeforeReply settle = [&core, &before, &release_ran_late](std::optional<RedisReply> reply) {
-      // A NOSCRIPT release is run again while it is settled, after this acquire ran.
-      release_ran_late = reply && ScriptRunner::is_noscript(*reply);
-      // A passing state is sent again by the deferred thread, not on this caller's time.
-      core.keep_to_send_again(core.settle_deferred_release(std::move(before), std::move(reply), false));
-    };
-    RedisReply reply = core_.scripts_.run_after(release_sent, settle, kAcquireScript, names_.script_keys(), args);
-    // That acquire found this process's own lock still held: it has been released since, so try once more.
-    if (release_ran_late && !is_grant(reply)) {
-      reply = core_.scripts_.run_acknowledged(kAcquireScript, names_.script_keys(), args, &is_grant);
-    }
-    return reply;
+    std::vector<std::unique_ptr<DeferredReleases::Release>> releases;
+    releases.push_back(std::move(before));
+    return core_.run_after_releases(std::move(releases), kAcquireScript, names_.script_keys(), args, &is_grant);
   }
   LockGuard grant(const Reading& granted, Clock::time_point sent, Clock::time_point called) override {
     return core_.grant(key_, names_.lock(), id_, held_, granted.token, lease_, renewed_, sent, called);

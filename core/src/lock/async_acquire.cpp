@@ -92,11 +92,11 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
   void advance(Step step) {
     for (;;) {
       if (is_cancelled()) {
-        // A grant that raced the cancellation is given back (the guard's release) before the caller hears.
+        // A grant that raced the cancellation is given back (the guard's release sent) before the caller hears.
         if (step.kind == Step::Kind::granted) {
           {
             LockGuard raced = acquisition_->take_guard();
-          }  // released here, before the caller hears
+          }  // its release sent here, before the caller hears
           return finish(nullptr, {}, true);
         }
         return finish(nullptr, {}, true, true);
@@ -249,7 +249,7 @@ class AsyncAcquire final : public AsyncOperation, public std::enable_shared_from
       WaiterTable::Ticket& ticket = acquisition_->ticket_ref();
       if (std::optional<WaiterTable::DirectGrant> direct = ticket ? ticket.woken() : std::nullopt) {
         (void)acquisition_->woke(direct);
-        LockGuard raced = acquisition_->take_guard();  // released here, before the caller hears
+        LockGuard raced = acquisition_->take_guard();  // its release sent here, before the caller hears
         in_line = false;
       }
     } catch (...) {

@@ -55,44 +55,80 @@ DeferredReleases::~DeferredReleases() {
 std::unique_ptr<DeferredReleases::Release> DeferredReleases::add(std::unique_ptr<Release> release) {
   {
     std::lock_guard lock(shared_->mutex);
-    if (shared_->stopping || shared_->pending.find(release->lock_name) != shared_->pending.end()) return release;
+    if (shared_->stopping) return release;
+    // One release per name whose reply is to come (claim() follows it); one to be sent again has nothing on
+    // a connection to follow, and keep() finds it a name of its own if need be.
+    std::unique_ptr<Release> waiting;  // one of the same name waiting to be sent again: it moves aside
+    if (release->pending) {
+      auto same = shared_->pending.find(release->lock_name);
+      if (same != shared_->pending.end() && same->second->pending) return release;
+      if (same != shared_->pending.end()) {
+        waiting = std::move(same->second);
+        shared_->pending.erase(same);
+      }
+    }
     if (!thread_.joinable()) {
       try {
         thread_ = std::thread(&DeferredReleases::run, shared_);
       } catch (const std::system_error&) {
+        if (waiting) keep(*shared_, std::move(waiting));
         return release;  // no thread to read it: the caller does
       }
       shared_->thread_id = thread_.get_id();
     }
+    // Its exact name first: what is kept below (keep()) moves aside for it.
+    if (release->pending) {
+      std::string name = release->lock_name;
+      shared_->pending.emplace(std::move(name), std::move(release));
+    } else {
+      keep(*shared_, std::move(release));
+    }
+    if (waiting) keep(*shared_, std::move(waiting));
     // The replies that came meanwhile are read now, not at the next sweep: their connections go back to
     // the pool at once (a thread releasing many keys would otherwise wait for one).
-    if (!shared_->pending.empty()) {
-      std::vector<std::unique_ptr<Release>> due = collect(*shared_, Clock::now());
-      for (std::unique_ptr<Release>& again : due) {  // not this thread's to send: back, for the sweep
-        std::string name = again->lock_name;
-        shared_->pending.try_emplace(std::move(name), std::move(again));
-      }
-    }
-    std::string name = release->lock_name;
-    shared_->pending.emplace(std::move(name), std::move(release));
+    std::vector<std::unique_ptr<Release>> due = collect(*shared_, Clock::now());
+    for (std::unique_ptr<Release>& again : due) keep(*shared_, std::move(again));  // the sweep's to send
     if (!shared_->asleep) return nullptr;
   }
   shared_->added.notify_one();
   return nullptr;
 }
 
+namespace {
+
+// One waiting to be sent again is left to the thread: nothing of it is on a connection to follow.
+// Nor one whose time is up: its reply will not come, and an acquisition sent after it would fail too.
+bool claimable(const DeferredReleases::Release& release, Clock::time_point now) {
+  return release.pending && now < release.pending->due();
+}
+
+}  // namespace
+
 std::unique_ptr<DeferredReleases::Release> DeferredReleases::claim(std::string_view lock_name) {
   std::lock_guard lock(shared_->mutex);
   if (shared_->pending.empty()) return nullptr;
   auto it = shared_->pending.find(lock_name);
-  // One waiting to be sent again is left to the thread: nothing of it is on a connection to follow.
-  // Nor one whose time is up: its reply will not come, and an acquisition sent after it would fail too.
-  if (it == shared_->pending.end() || !it->second->pending || Clock::now() >= it->second->pending->due()) {
-    return nullptr;
-  }
+  if (it == shared_->pending.end() || !claimable(*it->second, Clock::now())) return nullptr;
   std::unique_ptr<Release> release = std::move(it->second);
   shared_->pending.erase(it);
   return release;
+}
+
+std::vector<std::unique_ptr<DeferredReleases::Release>> DeferredReleases::claim_all(std::string_view prefix) {
+  std::vector<std::unique_ptr<Release>> claimed;
+  std::lock_guard lock(shared_->mutex);
+  if (shared_->pending.empty()) return claimed;
+  const Clock::time_point now = Clock::now();
+  for (auto it = shared_->pending.lower_bound(prefix);
+       it != shared_->pending.end() && std::string_view(it->first).starts_with(prefix);) {
+    if (!claimable(*it->second, now)) {
+      ++it;
+      continue;
+    }
+    claimed.push_back(std::move(it->second));
+    it = shared_->pending.erase(it);
+  }
+  return claimed;
 }
 
 void DeferredReleases::drain() {
@@ -156,18 +192,31 @@ std::vector<std::unique_ptr<DeferredReleases::Release>> DeferredReleases::collec
 }
 
 void DeferredReleases::keep(Shared& shared, std::unique_ptr<Release> again) {
+  // One of the same name pending already (every write hold of a key has one record; a lock retaken after a
+  // forced release): kept under a name of its own, which no claim looks for (nothing of it is on a connection).
   std::string name = again->lock_name;
-  // One of the same lock pending already (a lock retaken after a forced release): settled as unanswered.
-  if (!shared.pending.try_emplace(std::move(name), std::move(again)).second) {
-    shared.ready.emplace_back(std::move(again), std::nullopt);
+  for (std::uint64_t n = 0; shared.pending.find(name) != shared.pending.end(); ++n) {
+    name = again->lock_name + '\x01' + std::to_string(n);
   }
+  shared.pending.emplace(std::move(name), std::move(again));
+}
+
+bool DeferredReleases::draining() const {
+  std::lock_guard lock(shared_->mutex);
+  return shared_->stopping;
 }
 
 void DeferredReleases::send_again(Shared& shared, std::vector<std::unique_ptr<Release>> due) {
   for (std::unique_ptr<Release>& release : due) {
+    bool stopping = false;
+    {
+      std::lock_guard lock(shared.mutex);
+      stopping = shared.stopping;
+    }
     std::optional<RedisReply> reply;
     try {
-      reply = shared.send_again(*release);
+      // Draining: one whose reply was lost is settled unanswered, not sent again (draining()).
+      if (!(stopping && release->maybe_ran)) reply = shared.send_again(*release);
     } catch (const std::exception&) {
     }
     std::lock_guard lock(shared.mutex);
@@ -197,7 +246,9 @@ void DeferredReleases::run(const std::shared_ptr<Shared>& shared) {
       // Idle: asleep until a release is added (add() wakes only a thread asleep like this, sparing a
       // wake-up per release while releases keep coming).
       shared->asleep = true;
-      shared->added.wait(lock, [&] { return !shared->pending.empty() || shared->stopping; });
+      // `ready` too: an add() may have collected a reply into it after this thread last looked, and a claim
+      // taken what it left pending.
+      shared->added.wait(lock, [&] { return !shared->pending.empty() || !shared->ready.empty() || shared->stopping; });
       shared->asleep = false;
       linger_until = Clock::now() + kLinger;
     } else {

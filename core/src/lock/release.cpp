@@ -20,6 +20,15 @@
 namespace dlock::detail {
 namespace {
 
+// A sent call's reply, waited for (up to its command timeout); none if it never came.
+std::optional<RedisReply> reply_now(PendingReply& pending) {
+  try {
+    return pending.get();
+  } catch (const ConnectionError&) {
+    return std::nullopt;
+  }
+}
+
 // A releasing thread may grant the lock straight to a waiter of its own
 // process, saving that waiter a round trip. In line order that is always
 // fair; ahead of older waiters of other processes it is allowed only while
@@ -124,13 +133,14 @@ void ServiceCore::release_inner(const std::shared_ptr<HeldLock>& lock, int holds
 }
 
 std::string ServiceCore::unreleased_advice(const HeldLock& lock) const {
-  return lock.label() + " may not be released: if the release did not run, the lock expires by itself within its "
-                        "lease (" + std::to_string(lock.lease_ms.load()) + " ms); if it did, it was freed or handed to "
-                        "the next waiter";
+  return lock.label() + " may not be released: if the release did not run, " +
+         (lock.own_release ? "its hold" : "the lock") + " expires by itself within its lease (" +
+         std::to_string(lock.lease_ms.load()) + " ms); if it did, it was freed" +
+         (lock.own_release ? "" : " or handed to the next waiter");
 }
 
 void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock, bool wait_for_reply) {
-  if (lock->own_release) return release_own(lock);
+  if (lock->own_release) return release_own(lock, wait_for_reply);
   const LockNames names = names_for(lock->key);
   // A waiter of this process asleep in line is alive: the release may grant it the lock outright.
   // Not with lock.replica_acks: a lock handed over here would not be
@@ -153,19 +163,8 @@ void ServiceCore::release_final(const std::shared_ptr<HeldLock>& lock, bool wait
     if (!wait_for_reply && !offer) {
       // Null where a call cannot be left unread (a Redlock, replica acks): then the reply is awaited here.
       if (std::unique_ptr<PendingReply> pending = scripts_.start(kReleaseScript, names.script_keys(), sent_args)) {
-        auto release = std::make_unique<DeferredReleases::Release>(DeferredReleases::Release{
-            std::string(names.lock()), lock, std::move(pending), std::move(offer), std::move(offer_arg), sent});
-        // A reply here already (an executor that cannot leave one unread), or a release of the same lock
-        // still pending (a lock broken by hand and retaken in this process): read it now.
-        if (release->pending->ready_fd() >= 0) release = deferred_.add(std::move(release));
-        if (release) {
-          std::optional<RedisReply> now;
-          try {
-            now = release->pending->get();
-          } catch (const ConnectionError&) {
-          }
-          keep_to_send_again(settle_deferred_release(std::move(release), std::move(now), false));
-        }
+        leave_release(std::make_unique<DeferredReleases::Release>(DeferredReleases::Release{
+            std::string(names.lock()), lock, std::move(pending), std::move(offer), std::move(offer_arg), sent}));
         return;
       }
     }
@@ -223,30 +222,51 @@ std::unique_ptr<DeferredReleases::Release> ServiceCore::settle_deferred_release(
   // Its reply is read: the connection goes back to the pool now, for what follows (a reload) to use.
   release->pending.reset();
   try {
-    const LockNames names = names_for(lock->key);
-    const std::array<std::string_view, 3> args{lock->owner, line_settings_, release->offer_arg};
-    const std::span<const std::string_view> sent_args = release->offer ? std::span(args) : std::span(args).first(2);
     try {
       // After a restart or SCRIPT FLUSH: the script is loaded and the release sent again (one round trip).
       if (reply && ScriptRunner::is_noscript(*reply)) {
-        reply = on_deferred_thread ? run_release_reserved(*lock, sent_args)
-                                   : scripts_.run(kReleaseScript, names.script_keys(), sent_args);
+        try {
+          reply = rerun_release(*lock, release->offer ? std::string_view(release->offer_arg) : std::string_view(),
+                                on_deferred_thread);
+        } catch (const ConnectionError& e) {
+          // As a reply lost: a record's release is sent again below, a lock's is given up.
+          logger_->debug("{}: running its release again after NOSCRIPT failed: {}", lock->label(), e.what());
+          reply.reset();
+        } catch (const Error& e) {
+          // The script could not be loaded (NOPERM, OOM): it did not run.
+          release->offer.decline();
+          stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
+          logger_->warn("{}: its release could not be run again after NOSCRIPT: {}; {}", lock->label(), e.what(),
+                        unreleased_advice(*lock));
+          return nullptr;
+        }
+      }
+      const Clock::time_point now = Clock::now();
+      // While the hold's validity lasts (nobody renews it now), else given up below, as retry_release.
+      const bool valid_after_pause = now + release->pause < lock->valid_until_time();
+      const auto send_again_later = [&release, now] {
+        // The offered waiter must not sit out the sends again: it tries by itself.
+        release->offer.decline();
+        release->offer_arg.clear();
+        release->send_again_at = now + release->pause;
+        release->pause = std::min(release->pause * 2, kOutageRetry);
+      };
+      // A record's release whose reply was lost is sent again, as when it is awaited (release_own): left
+      // undone, its permits or read-write hold would stay taken a whole lease, and every waiter with them.
+      if (!reply && lock->own_release && release->resends_left > 0 && valid_after_pause && !deferred_.draining()) {
+        --release->resends_left;
+        release->maybe_ran = true;
+        send_again_later();
+        return release;
       }
       if (!reply) {
         throw ConnectionError("redis " + redis_->endpoint() + ": the release got no reply within the command timeout "
                               "(redis.command_timeout_ms), or its connection was lost");
       }
-      if (!transient_state(*reply).empty()) {
-        // Nothing ran. The offered waiter must not sit out the sends again: it tries by itself.
-        release->offer.decline();
-        release->offer_arg.clear();
-        const Clock::time_point now = Clock::now();
-        // As retry_release: while the hold's validity lasts (nobody renews it now), else given up below.
-        if (now + release->pause < lock->valid_until_time()) {
-          release->send_again_at = now + release->pause;
-          release->pause = std::min(release->pause * 2, kOutageRetry);
-          return release;
-        }
+      // Nothing ran: sent again later.
+      if (!transient_state(*reply).empty() && valid_after_pause) {
+        send_again_later();
+        return release;
       }
       throw_if_transient(lock->key, *reply, "release");
     } catch (const ConnectionError& e) {
@@ -255,7 +275,15 @@ std::unique_ptr<DeferredReleases::Release> ServiceCore::settle_deferred_release(
       logger_->warn("{}; {}", e.what(), unreleased_advice(*lock));
       return nullptr;
     }
-    finish_final_release(lock, names, release->offer, *reply, release->sent);
+    if (lock->own_release) {
+      try {
+        finish_own_release(lock, *reply, release->maybe_ran);
+      } catch (const ConnectionError& e) {
+        logger_->warn("{}", e.what());  // its reply lost, a later send found it gone: counted failed, not lost
+      }
+    } else {
+      finish_final_release(lock, names_for(lock->key), release->offer, *reply, release->sent);
+    }
   } catch (const LockLostError&) {
     // Reported already (the log line, stats().lost, on_lost), as a loss the watchdog finds.
   } catch (const std::exception& e) {
@@ -271,26 +299,74 @@ std::unique_ptr<DeferredReleases::Release> ServiceCore::settle_deferred_release(
 }
 
 std::optional<RedisReply> ServiceCore::send_release_again(DeferredReleases::Release& release) {
-  const std::array<std::string_view, 2> args{release.lock->owner, line_settings_};
   release.sent = Clock::now();
   try {
-    return run_release_reserved(*release.lock, args);
+    return rerun_release(*release.lock, {}, true);
   } catch (const ConnectionError& e) {
     logger_->debug("{}: sending its release again failed: {}", release.lock->label(), e.what());
     return std::nullopt;
   }
 }
 
-RedisReply ServiceCore::run_release_reserved(const HeldLock& lock, std::span<const std::string_view> args) {
-  // The watchdog's own connection, not the pool: the releases waiting for this thread hold pooled
+RedisReply ServiceCore::rerun_release(const HeldLock& lock, std::string_view offer_arg, bool reserved) {
+  const Script* script = &kReleaseScript;
+  std::vector<std::string_view> keys;
+  std::vector<std::string_view> args{lock.owner};
+  std::optional<LockNames> names;  // what a lock's keys view
+  if (lock.own_release) {
+    script = lock.own_release->script;
+    keys.assign(lock.own_release->keys.begin(), lock.own_release->keys.end());
+    args.emplace_back(lock.own_release->channel);
+  } else {
+    names.emplace(names_for(lock.key));
+    const std::array<std::string_view, 5> lock_keys = names->script_keys();
+    keys.assign(lock_keys.begin(), lock_keys.end());
+    args.emplace_back(line_settings_);
+    if (!offer_arg.empty()) args.emplace_back(offer_arg);
+  }
+  if (!reserved) return scripts_.run(*script, keys, args);
+  // The watchdog's own connection, not the pool: the releases waiting for the deferred thread hold pooled
   // connections that only it gives back. Its command timeout bounds the wait, not this deadline.
-  const LockNames names = names_for(lock.key);
-  const std::array<std::string_view, 5> keys = names.script_keys();
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> call;
   call.emplace_back(std::vector<std::string>(keys.begin(), keys.end()), std::vector<std::string>(args.begin(), args.end()));
-  std::vector<RedisReply> replies = scripts_.run_pipelined(kReleaseScript, call, Clock::now() + std::chrono::hours(1));
+  std::vector<RedisReply> replies = scripts_.run_pipelined(*script, call, Clock::now() + std::chrono::hours(1));
   if (replies.empty()) throw ConnectionError(lock.label() + ": no reply to its release");
   return std::move(replies.front());
+}
+
+RedisReply ServiceCore::run_after_releases(std::vector<std::unique_ptr<DeferredReleases::Release>> before,
+                                           const Script& script, std::span<const std::string_view> keys,
+                                           std::span<const std::string_view> args, ScriptRunner::ReplyTest is_grant) {
+  bool release_ran_late = false;
+  const auto settle = [this, &release_ran_late](std::unique_ptr<DeferredReleases::Release> release,
+                                                std::optional<RedisReply> reply) {
+    // A NOSCRIPT release is run again while it is settled, after the call that followed it.
+    release_ran_late = release_ran_late || (reply && ScriptRunner::is_noscript(*reply));
+    // A passing state is sent again by the deferred thread, not on this caller's time.
+    keep_to_send_again(settle_deferred_release(std::move(release), std::move(reply), false));
+  };
+  for (std::size_t i = 0; i + 1 < before.size(); ++i) {
+    std::optional<RedisReply> reply = reply_now(*before[i]->pending);
+    settle(std::move(before[i]), std::move(reply));
+  }
+  std::unique_ptr<DeferredReleases::Release> last = std::move(before.back());
+  PendingReply& release_sent = *last->pending;
+  const ScriptRunner::BeforeReply on_last = [&settle, &last](std::optional<RedisReply> reply) {
+    settle(std::move(last), std::move(reply));
+  };
+  RedisReply reply = scripts_.run_after(release_sent, on_last, script, keys, args);
+  // That call found this process's own hold still there: it has been released since, so try once more.
+  if (release_ran_late && !is_grant(reply)) reply = scripts_.run_acknowledged(script, keys, args, is_grant);
+  return reply;
+}
+
+void ServiceCore::leave_release(std::unique_ptr<DeferredReleases::Release> release) {
+  // A reply here already (an executor that cannot leave one unread), or a release of the same name still
+  // pending (a lock broken by hand and retaken in this process; a key's write holds): read it now.
+  if (release->pending->ready_fd() >= 0) release = deferred_.add(std::move(release));
+  if (!release) return;
+  std::optional<RedisReply> now = reply_now(*release->pending);
+  keep_to_send_again(settle_deferred_release(std::move(release), std::move(now), false));
 }
 
 void ServiceCore::keep_to_send_again(std::unique_ptr<DeferredReleases::Release> release) {
@@ -298,7 +374,7 @@ void ServiceCore::keep_to_send_again(std::unique_ptr<DeferredReleases::Release> 
   release = deferred_.add(std::move(release));
   if (!release) return;
   stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
-  logger_->warn("{}: Redis answered its release with a passing state and it could not be kept to send again; {}",
+  logger_->warn("{}: its release must be sent again (a passing state, or its reply lost) and the service is ending; {}",
                 release->lock->label(), unreleased_advice(*release->lock));
 }
 

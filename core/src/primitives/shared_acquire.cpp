@@ -101,19 +101,21 @@ class SharedTry final : public AcquireTry {
   }
 
   Reading run(Millis wait_left) override {
+    // The release is sent without waiting (a guard's destructor): its script must be known beforehand.
+    core_.scripts_.preload(record_release_script());
     RedisReply reply;
     if (permits_) {
       const std::string settings =
           std::to_string(wait_left.count()) + ' ' + window_arg_ + ' ' + std::to_string(count_if_new_);
       const std::string asked_arg = std::to_string(asked_);
       const std::array<std::string_view, 4> args{id_, asked_arg, lease_arg_, settings};
-      reply = core_.scripts_.run_acknowledged(semaphore_acquire_script(), key_views_, args, &is_shared_grant);
+      reply = send(semaphore_acquire_script(), args);
     } else {
       const std::string settings = std::string(kind_ == SharedKind::write ? "w " : "r ") +
                                    std::to_string(wait_left.count()) + ' ' + window_arg_ + ' ' +
                                    std::to_string(core_.config_.fence_retention.count());
       const std::array<std::string_view, 4> args{id_, lease_arg_, settings, own_write_};
-      reply = core_.scripts_.run_acknowledged(read_write_acquire_script(), key_views_, args, &is_shared_grant);
+      reply = send(read_write_acquire_script(), args);
     }
     if (!transient_state(reply).empty()) {
       throw ConnectionError(label_ + ": cannot acquire now: redis " + core_.redis_->endpoint() +
@@ -125,6 +127,14 @@ class SharedTry final : public AcquireTry {
     if (is_shared_grant(reply)) return {Reading::Kind::granted, token_of_grant(reply), 0, {}};
     if (reply.type != RedisReply::Type::Integer) core_.throw_shared_reply_error(label_, names_.base, reply);
     return {Reading::Kind::busy, 0, -1 - reply.integer, {}};
+  }
+  // The acquire script; after this process's releases of the primitive's holds whose replies are still to
+  // come (deferred_releases.hpp): Redis runs them first, so this call is never refused a hold or permits
+  // this process has let go of, and does not wait for their replies.
+  RedisReply send(const Script& script, std::span<const std::string_view> args) {
+    std::vector<std::unique_ptr<DeferredReleases::Release>> before = core_.deferred_.claim_all(names_.base + ':');
+    if (before.empty()) return core_.scripts_.run_acknowledged(script, key_views_, args, &is_shared_grant);
+    return core_.run_after_releases(std::move(before), script, key_views_, args, &is_shared_grant);
   }
   LockGuard grant(const Reading& granted, Clock::time_point sent, Clock::time_point called) override {
     return core_.grant(key_, record_, id_, table_key_, granted.token, lease_, renewed_, sent, called, 0, release_);
@@ -287,9 +297,27 @@ RedisReply ServiceCore::run_own_release_of(const HeldLock& lock, const OwnReleas
 
 RedisReply ServiceCore::run_own_release(const HeldLock& lock) { return run_own_release_of(lock, *lock.own_release); }
 
-void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
+void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock, bool wait_for_reply) {
   const OwnRelease& own = *lock->own_release;
   const OwnReleaseCall call(*lock, own);
+  bool maybe_ran = false;  // an earlier try may have run, its reply lost with the connection
+  if (!wait_for_reply) {
+    // Sent, its reply read off this thread (deferred_releases.hpp), as a lock's. A connection that fails
+    // as it is sent leaves it to the awaited path below, which tries fresh ones.
+    std::unique_ptr<PendingReply> pending;
+    try {
+      pending = scripts_.start(*own.script, call.keys, call.args);
+    } catch (const ConnectionError& e) {
+      // Some executors (Sentinel, Cluster) run the whole call in start(): it may have run, its reply lost.
+      maybe_ran = e.may_have_run();
+      logger_->debug("{}: sending its release failed ({}); trying again, awaited", lock->label(), e.what());
+    }
+    if (pending) {
+      leave_release(std::make_unique<DeferredReleases::Release>(
+          DeferredReleases::Release{own.keys.front(), lock, std::move(pending), {}, {}, Clock::now()}));
+      return;
+    }
+  }
   RedisReply reply;
   // A connection lost under the release is tried again, on a fresh connection, a few times while the hold
   // is valid (the release is owner-checked by id, so running it twice frees nothing else): not retried, the
@@ -298,7 +326,6 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
   const Clock::time_point valid_until = lock->valid_until_time();
   Millis pause{10};
   int retries_left = 3;
-  bool maybe_ran = false;  // an earlier try may have run, its reply lost with the connection
   for (;;) {
     try {
       reply = retry_release(*lock, scripts_.run(*own.script, call.keys, call.args), *own.script, call.keys, call.args);
@@ -311,16 +338,22 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
         pause *= 2;
         continue;
       }
+      stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
       throw ConnectionError(std::string(e.what()) + "; " + lock->label() +
                             " may not be released: if the release did not run, its hold expires by itself within its "
                             "lease (" + std::to_string(lock->lease_ms.load()) + " ms)");
     }
   }
+  finish_own_release(lock, reply, maybe_ran);
+}
+
+void ServiceCore::finish_own_release(const std::shared_ptr<HeldLock>& lock, const RedisReply& reply, bool maybe_ran) {
   if (reply.type == RedisReply::Type::Integer && reply.integer == 0 && maybe_ran) {
     // Gone after a try whose reply was lost: that try may have freed it, or it was gone already (deleted,
     // expired, taken over) and the critical section may have overlapped another holder. Nobody can tell
     // which now, so the holder is told so, as a lock's holder is when its release's reply is lost: never
-    // "released" on a guess.
+    // "released" on a guess. Counted as a failed release: its outcome is not known.
+    stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
     throw ConnectionError(lock->label() + ": the release's reply was lost with its connection and the retry found "
                           "the hold gone: either that release freed it, or it was lost before (its lease ran out or "
                           "it was deleted) and the critical section may have overlapped another holder");
@@ -331,12 +364,13 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock) {
                         "critical section may have overlapped holders it excludes");
   }
   if (reply.type != RedisReply::Type::Integer) {
+    stats_.releases_failed.fetch_add(1, std::memory_order_relaxed);
     throw RedisError(lock->label() + ": release answered " +
                      (reply.is_error() ? reply.str : std::string("an unexpected reply")));
   }
   stats_.released.fetch_add(1, std::memory_order_relaxed);
   // Waiters of this process wake now rather than after the notice's round trip.
-  waiters_.notify(own.channel, "");
+  waiters_.notify(lock->own_release->channel, "");
 }
 
 void ServiceCore::set_permits(std::string_view name, long long permits) {
@@ -366,7 +400,12 @@ std::pair<long long, long long> ServiceCore::permits_of(std::string_view name) {
   const SharedNames names(config_.key_prefix, name, SharedKind::permits);
   const std::string holders = names.name(":holders");
   const std::array<std::string_view, 2> keys{names.base, holders};
-  const RedisReply reply = scripts_.run(permits_in_use_script(), keys, {});
+  // After this process's releases of its permits still in flight: a permit whose guard went is counted free.
+  std::vector<std::unique_ptr<DeferredReleases::Release>> before = deferred_.claim_all(names.base + ':');
+  const auto read_again_if_late = [](const RedisReply&) { return false; };
+  const RedisReply reply = before.empty() ? scripts_.run(permits_in_use_script(), keys, {})
+                                          : run_after_releases(std::move(before), permits_in_use_script(), keys, {},
+                                                               read_again_if_late);
   throw_if_transient(name, reply, "read the permits");
   if (reply.type != RedisReply::Type::Array || reply.elements.size() != 2 ||
       reply.elements[0].type != RedisReply::Type::Integer || reply.elements[1].type != RedisReply::Type::Integer) {

@@ -77,7 +77,8 @@ ConnectionPool::Lease ConnectionPool::borrow() {
       throw ConnectionError("redis " + endpoint() + ": connection pool exhausted (pool_size " +
                             std::to_string(config_.pool_size) + ", none returned within " +
                             std::to_string(config_.command_timeout.count()) +
-                            " ms); raise redis.pool_size or hold connections for less time");
+                            " ms); raise redis.pool_size or hold connections for less time",
+                            false);  // nothing was sent
     }
   }
 }

@@ -44,6 +44,10 @@ class DeferredReleases {
     Clock::time_point sent;
     Clock::time_point send_again_at{};      // when `pending` is null
     Millis pause{10};                       // before the next send again, doubling
+    // A semaphore's or read-write lock's release whose reply was lost is sent again a few times while the hold
+    // is valid (as when it is awaited); a later "not this holder's" may then be that first send's doing.
+    int resends_left = 3;
+    bool maybe_ran = false;
   };
   // Reads a release's reply (none: it never came), on the table's thread.
   // Returns the release, its pending reply reset and send_again_at set, if
@@ -68,6 +72,11 @@ class DeferredReleases {
   // The pending release of `lock_name` whose reply is still to come, now the
   // caller's to settle; null if none.
   std::unique_ptr<Release> claim(std::string_view lock_name);
+  // As claim(), every such release whose lock name begins with `prefix` (a
+  // read-write lock's or semaphore's holds), in the order of their names.
+  std::vector<std::unique_ptr<Release>> claim_all(std::string_view prefix);
+  // Whether drain() began: a reply lost is then not sent again (the end waits a command timeout at most).
+  bool draining() const;
   // Settles every pending release (each reply awaited until its command
   // timeout, one that must be sent again sent) and stops the thread. On the
   // thread itself (a settle that dropped the last reference to the service),

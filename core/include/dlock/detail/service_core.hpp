@@ -173,8 +173,19 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   // Runs a release again after a passing state, in its plain form (its offer was declined), on the
   // deferred thread; its reply, or none.
   std::optional<RedisReply> send_release_again(DeferredReleases::Release& release);
-  // The release script on the executor's reserved (urgent) connection, for the deferred thread.
-  RedisReply run_release_reserved(const HeldLock& lock, std::span<const std::string_view> args);
+  // A final release run again (a lock's with `offer_arg` if not empty, or a record's own): on the executor's
+  // reserved (urgent) connection if `reserved` (the deferred thread), else on a pooled one.
+  RedisReply rerun_release(const HeldLock& lock, std::string_view offer_arg, bool reserved);
+  // `script` sent after `before`, this process's releases claimed from deferred_ (their replies still to
+  // come): on the last one's connection, so Redis runs the releases first and this call does not wait for
+  // their replies; the others' replies are read first. A call that found its lock still taken because a
+  // release had to be run again (NOSCRIPT) is tried once more unless `is_grant` says it was granted.
+  RedisReply run_after_releases(std::vector<std::unique_ptr<DeferredReleases::Release>> before, const Script& script,
+                                std::span<const std::string_view> keys, std::span<const std::string_view> args,
+                                ScriptRunner::ReplyTest is_grant);
+  // A final release just sent, left to the deferred thread to read its reply; read and settled here
+  // if that thread cannot take it.
+  void leave_release(std::unique_ptr<DeferredReleases::Release> release);
   // A release settle_deferred_release() returned, handed to the deferred thread to send again (null: nothing).
   void keep_to_send_again(std::unique_ptr<DeferredReleases::Release> release);
   // What a caller is told when a final release may not have run.
@@ -186,8 +197,12 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
                   std::uint64_t fencing_token, Millis lease, bool renewed, Clock::time_point sent,
                   Clock::time_point called, int handoffs_in_a_row = 0,
                   std::shared_ptr<const OwnRelease> own_release = nullptr);
-  // The final release of a semaphore's or read-write lock's hold (shared_acquire.cpp).
-  void release_own(const std::shared_ptr<HeldLock>& lock);
+  // The final release of a semaphore's or read-write lock's hold (shared_acquire.cpp); unless
+  // `wait_for_reply`, sent without waiting for its reply, as a lock's (deferred_releases.hpp).
+  void release_own(const std::shared_ptr<HeldLock>& lock, bool wait_for_reply);
+  // What that release's reply says: counted released (local waiters woken), or the loss reported and
+  // LockLostError thrown, or, when an earlier send may have run (`maybe_ran`), ConnectionError.
+  void finish_own_release(const std::shared_ptr<HeldLock>& lock, const RedisReply& reply, bool maybe_ran);
   RedisReply run_own_release(const HeldLock& lock);
   RedisReply run_own_release_of(const HeldLock& lock, const OwnRelease& own);
   // The acquisition id of this thread's live write hold of `key`'s read-write lock (not wholly detached); empty if none.
