@@ -28,6 +28,11 @@ bool fill(dlock::RedisExecutor& redis, const std::vector<std::string>& order) {
   return true;
 }
 
+void tally(dlock::RedisExecutor& redis, const Catalogue& catalogue, std::size_t units) {
+  redis.command({"INCR", catalogue.filled_orders_key()});
+  redis.command({"INCRBY", catalogue.filled_units_key(), std::to_string(units)});
+}
+
 }  // namespace
 
 Catalogue Catalogue::of(const std::string& base, long long size) {
@@ -76,8 +81,16 @@ std::pair<long long, long long> place_orders(dlock::RedisLockService& service, d
           }
           if (done) {
             payment.pay(service, redis, use_lock);  // after the stock's locks are released
-            redis.command({"INCR", catalogue.filled_orders_key()});
-            redis.command({"INCRBY", catalogue.filled_units_key(), std::to_string(order.size())});
+            if (use_lock) {
+              // The tally is every order's, whatever SKUs it took, so no stock lock covers it. Over a Redlock
+              // a command runs on every node: increments racing each other reach the nodes in different
+              // orders, their replies differ, and no majority agrees. So the tally is kept under a lock too.
+              WITH_DISTRIBUTED_LOCK("{}", catalogue.filled_orders_key(), {.wait = std::chrono::seconds(30)}) {
+                tally(redis, catalogue, order.size());
+              }
+            } else {
+              tally(redis, catalogue, order.size());
+            }
           }
           (done ? filled : refused).fetch_add(1);
         }

@@ -60,6 +60,9 @@ TEST_CASE("a Redlock executor answers a plain command with what a majority of no
   REQUIRE(nodes[1].run({"SET", "plain", "other"}) == "OK");
   // stray, other, nil: no majority agrees, so there is no answer to give.
   CHECK_THROWS_AS(redis->command({"GET", "plain"}), dlock::ConnectionError);
+  // Nodes that differ most often got writes racing each other, in different orders: the message says so.
+  CHECK_THROWS_WITH(redis->command({"GET", "plain"}),
+                    Contains("answered differently") && Contains("write shared keys under a lock"));
   const std::vector<dlock::RedisReply> split = redis->pipeline({{"GET", "plain"}, {"EXISTS", "plain"}});
   REQUIRE(split.size() == 2);
   CHECK_THAT(split[0].str, Contains("DLOCK_NO_QUORUM"));

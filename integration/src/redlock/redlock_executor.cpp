@@ -130,7 +130,10 @@ RedisReply RedlockExecutor::command_parts(std::span<const std::string_view> argv
   if (auto reply = majority_given(replies)) return std::move(*reply);
   throw ConnectionError("redlock: no majority of the nodes gave the same reply to " + what + ": " +
                         detail::quorum_summary(answers) +
-                        (answered(answers) >= detail::majority_of(nodes_.size()) ? "; they answered differently" : ""));
+                        (answered(answers) >= detail::majority_of(nodes_.size())
+                             ? "; they answered differently (commands writing the same keys at once reach the "
+                               "nodes in different orders: write shared keys under a lock)"
+                             : ""));
 }
 
 std::vector<RedisReply> RedlockExecutor::pipeline(const std::vector<RedisCommand>& commands) {
