@@ -155,3 +155,50 @@ TEST_CASE("a short watchdog lease that the config accepts is renewed", "[watchdo
   CHECK_FALSE(guard.lost());
   CHECK(redis.run({"EXISTS", "dlock:{short-watchdog}"}) == "1");
 }
+
+namespace {
+
+// An executor written before urgent_pipeline_parts existed: it overrides urgent_pipeline only, and
+// counts the renewals' pipelines, which reach it through the interface's copying default.
+class PipelineCountingExecutor final : public dlock::RedisExecutor {
+ public:
+  explicit PipelineCountingExecutor(std::shared_ptr<dlock::HiredisExecutor> inner) : inner_(std::move(inner)) {}
+  dlock::RedisReply command(const dlock::RedisCommand& argv) override { return inner_->command(argv); }
+  std::vector<dlock::RedisReply> pipeline(const std::vector<dlock::RedisCommand>& commands) override {
+    return inner_->pipeline(commands);
+  }
+  std::vector<dlock::RedisReply> urgent_pipeline(const std::vector<dlock::RedisCommand>& commands,
+                                                 std::chrono::steady_clock::time_point deadline) override {
+    for (const dlock::RedisCommand& command : commands) {
+      if (command.size() > 4 && command[0] == "EVALSHA" && command[3] == "dlock:{copied}") renewals_.fetch_add(1);
+    }
+    return inner_->urgent_pipeline(commands, deadline);
+  }
+  dlock::Subscription subscribe(const std::string& channel, dlock::MessageHandler on_message,
+                                std::optional<std::chrono::milliseconds> confirm_within) override {
+    return inner_->subscribe(channel, std::move(on_message), confirm_within);
+  }
+  std::string endpoint() const override { return inner_->endpoint(); }
+  int renewals() const { return renewals_.load(); }
+
+ private:
+  std::shared_ptr<dlock::HiredisExecutor> inner_;
+  std::atomic<int> renewals_{0};
+};
+
+}  // namespace
+
+TEST_CASE("an executor that overrides only urgent_pipeline still renews the locks held through it", "[watchdog]") {
+  dlock::test::RedisServer redis;
+  dlock::Config config = redis.config();
+  config.lock.watchdog_timeout = 600ms;
+  auto inner = std::make_shared<dlock::HiredisExecutor>(config.redis);
+  inner->connect();
+  auto executor = std::make_shared<PipelineCountingExecutor>(inner);
+  auto service = std::make_shared<dlock::RedisLockService>(executor, config.lock);
+  auto guard = service->lock("copied");
+  std::this_thread::sleep_for(1500ms);  // > 2 × 600 ms: renewed about every 200 ms meanwhile
+  CHECK_FALSE(guard.lost());
+  CHECK(executor->renewals() >= 2);
+  CHECK(redis.run({"EXISTS", "dlock:{copied}"}) == "1");
+}

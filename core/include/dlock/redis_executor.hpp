@@ -147,6 +147,18 @@ class RedisExecutor {
     return pipeline(commands);
   }
 
+  // As urgent_pipeline(), each command's parts views of the caller's strings: the
+  // watchdog renews a million held locks a round at a time without copying their
+  // names and owners. An executor that can send them without copying overrides
+  // this; the default copies them into RedisCommands.
+  virtual std::vector<RedisReply> urgent_pipeline_parts(std::span<const std::span<const std::string_view>> commands,
+                                                        std::chrono::steady_clock::time_point deadline) {
+    std::vector<RedisCommand> copies;
+    copies.reserve(commands.size());
+    for (const auto& parts : commands) copies.emplace_back(parts.begin(), parts.end());
+    return urgent_pipeline(copies, deadline);
+  }
+
   // Calls on_message with the payload of every message published on channel,
   // and once more, with an empty payload, after the subscriber connection
   // came back from an outage (a message may have been missed meanwhile).

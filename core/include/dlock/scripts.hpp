@@ -78,6 +78,13 @@ struct ReplicaAcknowledgement {
   std::chrono::milliseconds timeout{100};
 };
 
+// One call of a script in ScriptRunner::run_pipelined: views of the caller's strings,
+// which must outlive the run.
+struct ScriptCall {
+  std::vector<std::string_view> keys;
+  std::vector<std::string_view> args;
+};
+
 // Error replies standing for a call whose writes too few replicas acknowledged.
 inline constexpr std::string_view kNotAcknowledgedError = "DLOCK_NOT_ACKNOWLEDGED";
 
@@ -143,8 +150,9 @@ class ScriptRunner {
   // lock.replica_acks set, a WAIT follows the last call of each script group
   // (group_of), and a call too few replicas acknowledged answers as
   // run_acknowledged says.
-  std::vector<RedisReply> run_pipelined(const Script& script,
-                                        const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
+  // The calls' keys and arguments are sent without a copy where the executor
+  // can (urgent_pipeline_parts).
+  std::vector<RedisReply> run_pipelined(const Script& script, const std::vector<ScriptCall>& calls,
                                         std::chrono::steady_clock::time_point deadline);
 
  private:
@@ -155,8 +163,8 @@ class ScriptRunner {
   void load_on_quorum();
   // Redlock: the SHA, from the first node that has or loads the script.
   std::string_view learn_sha(const Script& script);
-  static RedisCommand evalsha(std::string_view sha, const std::vector<std::string>& keys,
-                              const std::vector<std::string>& args);
+  static RedisCommand evalsha(std::string_view sha, std::span<const std::string_view> keys,
+                              std::span<const std::string_view> args);
   // The commands of `calls` (groups[i]: call i's script group), with a WAIT
   // after each group's last call when acknowledgement is asked for.
   std::vector<RedisCommand> with_waits(std::vector<RedisCommand> calls, const std::vector<std::uint32_t>& groups) const;
@@ -204,9 +212,8 @@ class ScriptRunner {
   void give_back(const std::vector<std::size_t>& nodes, const std::vector<bool>& answered,
                  std::span<const std::string_view> keys, std::span<const std::string_view> acquire_args,
                  std::vector<std::unique_ptr<PendingReply>>& unread);
-  std::vector<RedisReply> run_pipelined_on_quorum(
-      const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
-      std::chrono::steady_clock::time_point deadline);
+  std::vector<RedisReply> run_pipelined_on_quorum(const Script& script, const std::vector<ScriptCall>& calls,
+                                                  std::chrono::steady_clock::time_point deadline);
 
   RedisExecutor& redis_;
   const ReplicaAcknowledgement acknowledgement_;

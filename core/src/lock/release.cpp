@@ -327,8 +327,7 @@ RedisReply ServiceCore::rerun_release(const HeldLock& lock, std::string_view off
   if (!reserved) return scripts_.run(*script, keys, args);
   // The watchdog's own connection, not the pool: the releases waiting for the deferred thread hold pooled
   // connections that only it gives back. Its command timeout bounds the wait, not this deadline.
-  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> call;
-  call.emplace_back(std::vector<std::string>(keys.begin(), keys.end()), std::vector<std::string>(args.begin(), args.end()));
+  const std::vector<ScriptCall> call{{keys, args}};
   std::vector<RedisReply> replies = scripts_.run_pipelined(*script, call, Clock::now() + std::chrono::hours(1));
   if (replies.empty()) throw ConnectionError(lock.label() + ": no reply to its release");
   return std::move(replies.front());

@@ -10,19 +10,24 @@ namespace dlock::detail {
 
 LockStats ServiceCore::stats() const {
   LockStats stats = stats_.snapshot();
+  // The keys are copied only for the per-prefix series: a service holding a million locks
+  // must not copy a million strings under its mutex, every lock() and unlock() waiting.
+  const bool by_prefix = key_prefix_series_.enabled();
   std::vector<std::string> held_keys;
   {
     std::lock_guard guard(mutex_);
-    held_keys.reserve(held_.size());
+    if (by_prefix) held_keys.reserve(held_.size());
+    stats.held = 0;
     // A lock found lost stays in the table until its guard goes, but it is no longer held.
     for (const auto& entry : held_) {
-      if (!entry.second->is_lost()) held_keys.push_back(entry.second->key);
+      if (entry.second->is_lost()) continue;
+      ++stats.held;
+      if (by_prefix) held_keys.push_back(entry.second->key);
     }
   }
   const auto waiting = waiting_calls_.by_key();
-  stats.held = held_keys.size();
   for (const auto& [key, calls] : waiting) stats.waiting += calls;
-  if (!key_prefix_series_.enabled()) return stats;
+  if (!by_prefix) return stats;
 
   // Series first (admitted as keys were first used; one that found no room then may find it now),
   // then the list of all of them to count into.

@@ -325,7 +325,7 @@ void ServiceCore::release_own(const std::shared_ptr<HeldLock>& lock, bool wait_f
   // nobody renews it. Only a few times: with Redis down, each guard's destructor would wait out the retries.
   const Clock::time_point valid_until = lock->valid_until_time();
   Millis pause{10};
-  int retries_left = 3;
+  int retries_left = kRecordReleaseResends;
   for (;;) {
     try {
       reply = retry_release(*lock, scripts_.run(*own.script, call.keys, call.args), *own.script, call.keys, call.args);

@@ -363,9 +363,9 @@ void ScriptRunner::give_back(const std::vector<std::size_t>& nodes, const std::v
   }
 }
 
-std::vector<RedisReply> ScriptRunner::run_pipelined_on_quorum(
-    const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
-    std::chrono::steady_clock::time_point deadline) {
+std::vector<RedisReply> ScriptRunner::run_pipelined_on_quorum(const Script& script,
+                                                             const std::vector<ScriptCall>& calls,
+                                                             std::chrono::steady_clock::time_point deadline) {
   if (&script != &kRenewManyScript) {
     throw InvalidArgument("the " + std::string(script.name) + " script has no pipelined quorum rule");
   }
@@ -393,7 +393,7 @@ std::vector<RedisReply> ScriptRunner::run_pipelined_on_quorum(
         answers[i].failure = "no reply";
       }
     }
-    combined.push_back(combine_renew_many(answers, calls[call].first.size()));
+    combined.push_back(combine_renew_many(answers, calls[call].keys.size()));
   }
   return combined;
 }

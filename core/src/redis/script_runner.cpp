@@ -60,8 +60,8 @@ std::string_view ScriptRunner::sha_of(const Script& script) {
   return load(script);
 }
 
-RedisCommand ScriptRunner::evalsha(std::string_view sha, const std::vector<std::string>& keys,
-                                   const std::vector<std::string>& args) {
+RedisCommand ScriptRunner::evalsha(std::string_view sha, std::span<const std::string_view> keys,
+                                   std::span<const std::string_view> args) {
   RedisCommand cmd;
   cmd.reserve(3 + keys.size() + args.size());
   cmd.emplace_back("EVALSHA");
@@ -91,37 +91,52 @@ RedisReply ScriptRunner::run(const Script& script, std::span<const std::string_v
 RedisReply ScriptRunner::run_acknowledged(const Script& script, std::span<const std::string_view> keys,
                                           std::span<const std::string_view> args, ReplyTest must_reach_replicas) {
   if (!acknowledges()) return run(script, keys, args);
-  const std::vector<std::string> key_list(keys.begin(), keys.end());
-  const std::vector<std::string> arg_list(args.begin(), args.end());
   const std::vector<std::uint32_t> one_group{0};
-  std::vector<RedisReply> replies = redis_.pipeline(with_waits({evalsha(sha_of(script), key_list, arg_list)}, one_group));
+  std::vector<RedisReply> replies = redis_.pipeline(with_waits({evalsha(sha_of(script), keys, args)}, one_group));
   if (!replies.empty() && is_noscript(replies.front())) {
-    replies = redis_.pipeline(with_waits({evalsha(load(script), key_list, arg_list)}, one_group));
+    replies = redis_.pipeline(with_waits({evalsha(load(script), keys, args)}, one_group));
   }
   replies = fold_waits(std::move(replies), one_group, must_reach_replicas);
   if (replies.empty()) throw ConnectionError("redis " + redis_.endpoint() + ": no reply to " + std::string(script.name));
   return std::move(replies.front());
 }
 
-std::vector<RedisReply> ScriptRunner::run_pipelined(
-    const Script& script, const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls,
-    std::chrono::steady_clock::time_point deadline) {
-  // One WAIT per group (a cluster's slot, so it goes to the node that took
-  // the group's writes; one server: a single WAIT), after the group's last
-  // call: a WAIT covers every write before it on its connection, and WAITs
-  // in a row would each cost a replication round trip.
+std::vector<RedisReply> ScriptRunner::run_pipelined(const Script& script, const std::vector<ScriptCall>& calls,
+                                                    std::chrono::steady_clock::time_point deadline) {
   if (quorum()) return run_pipelined_on_quorum(script, calls, deadline);
-  std::vector<RedisCommand> commands;
   std::vector<std::uint32_t> groups;
-  commands.reserve(calls.size());
   groups.reserve(calls.size());
-  const std::string sha(sha_of(script));
-  for (const auto& [keys, args] : calls) {
-    commands.push_back(evalsha(sha, keys, args));
-    groups.push_back(keys.empty() ? 0 : group_of(keys.front()));
+  for (const ScriptCall& call : calls) groups.push_back(call.keys.empty() ? 0 : group_of(call.keys.front()));
+  const std::string_view sha = sha_of(script);
+  std::vector<RedisReply> replies;
+  if (acknowledges()) {
+    // One WAIT per group (a cluster's slot, so it goes to the node that took
+    // the group's writes; one server: a single WAIT), after the group's last
+    // call: a WAIT covers every write before it on its connection, and WAITs
+    // in a row would each cost a replication round trip.
+    std::vector<RedisCommand> commands;
+    commands.reserve(calls.size());
+    for (const ScriptCall& call : calls) commands.push_back(evalsha(sha, call.keys, call.args));
+    replies = fold_waits(redis_.urgent_pipeline(with_waits(std::move(commands), groups), deadline), groups);
+  } else {
+    // Views of the calls' strings, not copies: at a million held locks the watchdog sends
+    // 100,000 renewals a second, and each copy of a name or an owner is an allocation.
+    std::vector<std::string> key_counts;
+    key_counts.reserve(calls.size());  // no reallocation: the parts point into these strings
+    std::vector<std::vector<std::string_view>> parts(calls.size());
+    std::vector<std::span<const std::string_view>> commands;
+    commands.reserve(calls.size());
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      key_counts.push_back(std::to_string(calls[i].keys.size()));
+      std::vector<std::string_view>& call = parts[i];
+      call.reserve(3 + calls[i].keys.size() + calls[i].args.size());
+      call.insert(call.end(), {std::string_view("EVALSHA"), sha, std::string_view(key_counts.back())});
+      call.insert(call.end(), calls[i].keys.begin(), calls[i].keys.end());
+      call.insert(call.end(), calls[i].args.begin(), calls[i].args.end());
+      commands.emplace_back(call);
+    }
+    replies = redis_.urgent_pipeline_parts(commands, deadline);
   }
-  std::vector<RedisReply> replies =
-      fold_waits(redis_.urgent_pipeline(with_waits(std::move(commands), groups), deadline), groups);
 
   // After a restart or SCRIPT FLUSH: load the script and send those again,
   // in one pipeline on the same urgent path (the pool would queue it behind
@@ -135,7 +150,7 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(
   std::vector<RedisCommand> again;
   std::vector<std::uint32_t> again_groups;
   for (std::size_t i : retried_at) {
-    again.push_back(evalsha(sha, calls[i].first, calls[i].second));
+    again.push_back(evalsha(sha, calls[i].keys, calls[i].args));
     again_groups.push_back(groups[i]);
   }
   std::vector<RedisCommand> retries{{"SCRIPT", "LOAD", script.source}};

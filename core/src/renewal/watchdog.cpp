@@ -29,20 +29,29 @@ std::vector<bool> Watchdog::State::renew(const std::vector<std::shared_ptr<HeldL
   // hash slot: one call's keys must share it): the server's fixed cost per
   // call is spread, and no call blocks Redis for long. where[i]: lock i's
   // call and its place in that call's reply.
-  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
+  // Views of the locks' own strings (`batch` keeps them alive), not copies: a million held
+  // locks are 100,000 renewals a second. Each lease's digits are kept in `leases`, reserved
+  // whole so that no view into it moves.
+  std::vector<ScriptCall> calls;
+  std::vector<std::string> leases;
+  leases.reserve(batch.size());
   std::vector<std::pair<std::size_t, std::size_t>> where(batch.size());
   std::map<std::uint32_t, std::size_t> open_call;  // group → its call still filling
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto [it, fresh] = open_call.try_emplace(scripts->group_of(batch[i]->lock_name), calls.size());
-    if (fresh || calls[it->second].first.size() == kLocksPerCall) {
+    if (fresh || calls[it->second].keys.size() == kLocksPerCall) {
       it->second = calls.size();
-      calls.emplace_back();
+      ScriptCall& opened = calls.emplace_back();
+      const std::size_t up_to = std::min(kLocksPerCall, batch.size() - i);
+      opened.keys.reserve(up_to);
+      opened.args.reserve(2 * up_to);
     }
     auto& call = calls[it->second];
-    where[i] = {it->second, call.first.size()};
-    call.first.push_back(batch[i]->lock_name);
-    call.second.push_back(batch[i]->owner);
-    call.second.push_back(std::to_string(batch[i]->lease_ms.load()));
+    where[i] = {it->second, call.keys.size()};
+    call.keys.push_back(batch[i]->lock_name);
+    call.args.push_back(batch[i]->owner);
+    leases.push_back(std::to_string(batch[i]->lease_ms.load()));
+    call.args.push_back(leases.back());
   }
   const Clock::time_point sent = Clock::now();
   stats->renewals_sent.fetch_add(batch.size(), std::memory_order_relaxed);

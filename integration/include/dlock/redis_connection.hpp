@@ -47,6 +47,9 @@ class RedisConnection {
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands,
                                    std::chrono::steady_clock::time_point give_up_at =
                                        std::chrono::steady_clock::time_point::max());
+  // As above, each command's parts views of the caller's strings, sent without a copy.
+  std::vector<RedisReply> pipeline(std::span<const std::span<const std::string_view>> commands,
+                                   std::chrono::steady_clock::time_point give_up_at);
 
   // For a caller that reads the reply later (RedisExecutor::start): sends one
   // command within the command timeout and returns the time by which its
@@ -95,6 +98,8 @@ class RedisConnection {
  private:
   template <typename Part>
   RedisReply send(std::span<const Part> argv);
+  template <typename Commands>
+  std::vector<RedisReply> run_pipeline(const Commands& commands, std::chrono::steady_clock::time_point give_up_at);
   // Formats and writes one command; returns the deadline of its reply.
   template <typename Part>
   std::chrono::steady_clock::time_point write_command(std::span<const Part> argv);

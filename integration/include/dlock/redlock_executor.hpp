@@ -96,6 +96,8 @@ class RedlockNode final : public RedisExecutor {
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands) override;
   std::vector<RedisReply> urgent_pipeline(const std::vector<RedisCommand>& commands,
                                           std::chrono::steady_clock::time_point deadline) override;
+  std::vector<RedisReply> urgent_pipeline_parts(std::span<const std::span<const std::string_view>> commands,
+                                                std::chrono::steady_clock::time_point deadline) override;
   Subscription subscribe(const std::string& channel, MessageHandler on_message,
                          std::optional<std::chrono::milliseconds> confirm_within = std::nullopt) override;
   std::string endpoint() const override;

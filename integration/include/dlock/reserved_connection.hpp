@@ -7,6 +7,8 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "dlock/redis_connection.hpp"
@@ -21,8 +23,14 @@ class ReservedConnection {
   // the deadline passes first, or the connection fails; it is then dropped.
   std::vector<RedisReply> pipeline(const std::vector<RedisCommand>& commands,
                                    std::chrono::steady_clock::time_point deadline);
+  // As above, the commands' parts views of the caller's strings (the watchdog's renewals, uncopied).
+  std::vector<RedisReply> pipeline(std::span<const std::span<const std::string_view>> commands,
+                                   std::chrono::steady_clock::time_point deadline);
 
  private:
+  template <typename Commands>
+  std::vector<RedisReply> run(const Commands& commands, std::chrono::steady_clock::time_point deadline);
+
   const RedisConfig config_;
   // Only the watchdog's renewer uses it, one call at a time: never contended.
   std::mutex mutex_;

@@ -139,6 +139,11 @@ std::vector<RedisReply> HiredisExecutor::urgent_pipeline(const std::vector<Redis
   return urgent_.pipeline(commands, deadline);
 }
 
+std::vector<RedisReply> HiredisExecutor::urgent_pipeline_parts(
+    std::span<const std::span<const std::string_view>> commands, std::chrono::steady_clock::time_point deadline) {
+  return urgent_.pipeline(commands, deadline);
+}
+
 Subscription HiredisExecutor::subscribe(const std::string& channel, MessageHandler on_message,
                                         std::optional<std::chrono::milliseconds> confirm_within) {
   if (forked()) {

@@ -223,6 +223,16 @@ RedisReply RedisConnection::receive(Clock::time_point deadline) {
 
 std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand>& commands,
                                                   Clock::time_point give_up_at) {
+  return run_pipeline(commands, give_up_at);
+}
+
+std::vector<RedisReply> RedisConnection::pipeline(std::span<const std::span<const std::string_view>> commands,
+                                                  Clock::time_point give_up_at) {
+  return run_pipeline(commands, give_up_at);
+}
+
+template <typename Commands>
+std::vector<RedisReply> RedisConnection::run_pipeline(const Commands& commands, Clock::time_point give_up_at) {
   std::vector<RedisReply> replies;
   if (commands.empty()) return replies;
   // Checked before anything is sent: a command refused after others were
@@ -236,7 +246,7 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
   return guarded(
       [&] {
         formatted_.clear();
-        for (const auto& argv : commands) append_resp_command(formatted_, std::span<const std::string>(argv));
+        for (const auto& argv : commands) append_resp_command(formatted_, std::span(argv));
         transport_->write_all(formatted_, std::min(command_deadline(), give_up_at));
         replies.reserve(commands.size());
         for (std::size_t i = 0; i < commands.size(); ++i) {

@@ -12,6 +12,17 @@ ReservedConnection::ReservedConnection(RedisConfig config) : config_(std::move(c
 
 std::vector<RedisReply> ReservedConnection::pipeline(const std::vector<RedisCommand>& commands,
                                                      std::chrono::steady_clock::time_point deadline) {
+  return run(commands, deadline);
+}
+
+std::vector<RedisReply> ReservedConnection::pipeline(std::span<const std::span<const std::string_view>> commands,
+                                                     std::chrono::steady_clock::time_point deadline) {
+  return run(commands, deadline);
+}
+
+template <typename Commands>
+std::vector<RedisReply> ReservedConnection::run(const Commands& commands,
+                                                std::chrono::steady_clock::time_point deadline) {
   const auto too_late = [&] {
     return ConnectionError("redis " + config_.host + ":" + std::to_string(config_.port) +
                            ": no answer before the renewal's deadline; the locks it renews count as lost by the "

@@ -231,6 +231,11 @@ std::vector<RedisReply> RedlockNode::urgent_pipeline(const std::vector<RedisComm
   return state_->redis.urgent_pipeline(commands, deadline);
 }
 
+std::vector<RedisReply> RedlockNode::urgent_pipeline_parts(std::span<const std::span<const std::string_view>> commands,
+                                                           std::chrono::steady_clock::time_point deadline) {
+  return state_->redis.urgent_pipeline_parts(commands, deadline);
+}
+
 Subscription RedlockNode::subscribe(const std::string& channel, MessageHandler on_message,
                                     std::optional<std::chrono::milliseconds> confirm_within) {
   return state_->redis.subscribe(channel, std::move(on_message), confirm_within);

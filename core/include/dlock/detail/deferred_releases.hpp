@@ -33,6 +33,11 @@
 
 namespace dlock::detail {
 
+// How many times a semaphore's or read-write lock's release whose reply was lost is sent again,
+// awaited (a guard's unlock()) or off the caller's path alike: left undone, the hold would keep
+// every waiter out for a lease; only a few times, for with Redis down each would wait its pauses.
+inline constexpr int kRecordReleaseResends = 3;
+
 class DeferredReleases {
  public:
   struct Release {
@@ -46,7 +51,7 @@ class DeferredReleases {
     Millis pause{10};                       // before the next send again, doubling
     // A semaphore's or read-write lock's release whose reply was lost is sent again a few times while the hold
     // is valid (as when it is awaited); a later "not this holder's" may then be that first send's doing.
-    int resends_left = 3;
+    int resends_left = kRecordReleaseResends;
     bool maybe_ran = false;
   };
   // Reads a release's reply (none: it never came), on the table's thread.
