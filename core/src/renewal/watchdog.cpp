@@ -41,10 +41,8 @@ std::vector<bool> Watchdog::State::renew(const std::vector<std::shared_ptr<HeldL
     auto [it, fresh] = open_call.try_emplace(scripts->group_of(batch[i]->lock_name), calls.size());
     if (fresh || calls[it->second].keys.size() == kLocksPerCall) {
       it->second = calls.size();
-      ScriptCall& opened = calls.emplace_back();
-      const std::size_t up_to = std::min(kLocksPerCall, batch.size() - i);
-      opened.keys.reserve(up_to);
-      opened.args.reserve(2 * up_to);
+      // Not reserved: in a cluster a batch spreads over many slots, a call each, most of them short.
+      calls.emplace_back();
     }
     auto& call = calls[it->second];
     where[i] = {it->second, call.keys.size()};
