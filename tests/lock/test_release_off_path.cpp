@@ -15,6 +15,7 @@
 
 #include "captured_log.hpp"
 #include "fault_tools.hpp"
+#include "forwarding_executor.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
@@ -59,32 +60,18 @@ class LostKeys {
 
 // An executor as Sentinel's and Cluster's are: start() runs the whole call (the default). Its first
 // release of a semaphore's record runs in Redis and then fails as if its reply were lost.
-class ReplyLosingExecutor final : public dlock::RedisExecutor {
+class ReplyLosingExecutor final : public dlock::test::ForwardingExecutor {
  public:
-  explicit ReplyLosingExecutor(std::shared_ptr<dlock::HiredisExecutor> inner) : inner_(std::move(inner)) {}
-  dlock::RedisReply command(const dlock::RedisCommand& argv) override { return inner_->command(argv); }
+  using ForwardingExecutor::ForwardingExecutor;
   dlock::RedisReply command_parts(std::span<const std::string_view> argv) override {
     dlock::RedisReply reply = inner_->command_parts(argv);
     const bool releases_record = argv.size() > 3 && argv[0] == "EVALSHA" && argv[3].find(":holders:") != std::string_view::npos;
     if (releases_record && !cut_.exchange(true)) throw dlock::ConnectionError("test: the reply was lost");
     return reply;
   }
-  std::vector<dlock::RedisReply> pipeline(const std::vector<dlock::RedisCommand>& commands) override {
-    return inner_->pipeline(commands);
-  }
-  std::vector<dlock::RedisReply> urgent_pipeline(const std::vector<dlock::RedisCommand>& commands,
-                                                 std::chrono::steady_clock::time_point deadline) override {
-    return inner_->urgent_pipeline(commands, deadline);
-  }
-  dlock::Subscription subscribe(const std::string& channel, dlock::MessageHandler on_message,
-                                std::optional<std::chrono::milliseconds> confirm_within) override {
-    return inner_->subscribe(channel, std::move(on_message), confirm_within);
-  }
-  std::string endpoint() const override { return inner_->endpoint(); }
   bool cut() const { return cut_.load(); }
 
  private:
-  std::shared_ptr<dlock::HiredisExecutor> inner_;
   std::atomic<bool> cut_{false};
 };
 

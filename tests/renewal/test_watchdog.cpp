@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "forwarding_executor.hpp"
 #include "services.hpp"
 
 using namespace std::chrono_literals;
@@ -160,13 +161,9 @@ namespace {
 
 // An executor written before urgent_pipeline_parts existed: it overrides urgent_pipeline only, and
 // counts the renewals' pipelines, which reach it through the interface's copying default.
-class PipelineCountingExecutor final : public dlock::RedisExecutor {
+class PipelineCountingExecutor final : public dlock::test::ForwardingExecutor {
  public:
-  explicit PipelineCountingExecutor(std::shared_ptr<dlock::HiredisExecutor> inner) : inner_(std::move(inner)) {}
-  dlock::RedisReply command(const dlock::RedisCommand& argv) override { return inner_->command(argv); }
-  std::vector<dlock::RedisReply> pipeline(const std::vector<dlock::RedisCommand>& commands) override {
-    return inner_->pipeline(commands);
-  }
+  using ForwardingExecutor::ForwardingExecutor;
   std::vector<dlock::RedisReply> urgent_pipeline(const std::vector<dlock::RedisCommand>& commands,
                                                  std::chrono::steady_clock::time_point deadline) override {
     for (const dlock::RedisCommand& command : commands) {
@@ -174,15 +171,9 @@ class PipelineCountingExecutor final : public dlock::RedisExecutor {
     }
     return inner_->urgent_pipeline(commands, deadline);
   }
-  dlock::Subscription subscribe(const std::string& channel, dlock::MessageHandler on_message,
-                                std::optional<std::chrono::milliseconds> confirm_within) override {
-    return inner_->subscribe(channel, std::move(on_message), confirm_within);
-  }
-  std::string endpoint() const override { return inner_->endpoint(); }
   int renewals() const { return renewals_.load(); }
 
  private:
-  std::shared_ptr<dlock::HiredisExecutor> inner_;
   std::atomic<int> renewals_{0};
 };
 

@@ -8,6 +8,8 @@
 #include "dlock/errors.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <span>
 #include <string>
 
 namespace dlock::detail {
@@ -121,20 +123,10 @@ std::vector<RedisReply> ScriptRunner::run_pipelined(const Script& script, const 
   } else {
     // Views of the calls' strings, not copies: at a million held locks the watchdog sends
     // 100,000 renewals a second, and each copy of a name or an owner is an allocation.
-    std::vector<std::string> key_counts;
-    key_counts.reserve(calls.size());  // no reallocation: the parts point into these strings
-    std::vector<std::vector<std::string_view>> parts(calls.size());
+    std::deque<EvalshaParts> built;  // a deque's elements never move: the commands point into them
     std::vector<std::span<const std::string_view>> commands;
     commands.reserve(calls.size());
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      key_counts.push_back(std::to_string(calls[i].keys.size()));
-      std::vector<std::string_view>& call = parts[i];
-      call.reserve(3 + calls[i].keys.size() + calls[i].args.size());
-      call.insert(call.end(), {std::string_view("EVALSHA"), sha, std::string_view(key_counts.back())});
-      call.insert(call.end(), calls[i].keys.begin(), calls[i].keys.end());
-      call.insert(call.end(), calls[i].args.begin(), calls[i].args.end());
-      commands.emplace_back(call);
-    }
+    for (const ScriptCall& call : calls) commands.push_back(built.emplace_back(sha, call.keys, call.args).span());
     replies = redis_.urgent_pipeline_parts(commands, deadline);
   }
 

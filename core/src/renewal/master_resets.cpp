@@ -42,7 +42,7 @@ void Watchdog::State::renew_all_now(std::unique_lock<std::mutex>& guard) {
       due_now.push_back(entry.lock);
     }
   }
-  for (const auto& lock : due_now) plan_locked(lock, now);
+  for (const auto& lock : due_now) plan_locked(lock, now, Plan::other);
   // The service's registry entry is gone with the data too: the beat writes it again.
   if (beat) beat_due = std::min(beat_due, now);
   guard.unlock();

@@ -134,15 +134,21 @@ void Watchdog::watch(const std::shared_ptr<HeldLock>& lock, Clock::time_point gr
   // A lock handed to the watchdog by a re-entry may have less validity left
   // than a period (a fixed lease, not extended by an unacknowledged re-entry
   // under lock.replica_acks): its first renewal must come before it ends.
-  const Clock::time_point due =
-      lock->renewed.load()
-          ? std::min(granted + renewal_period(*lock), verdict_time(*lock) - renewal_period(*lock))
-          : verdict_time(*lock);
+  const bool renews = lock->renewed.load();
+  const Clock::time_point verdict = verdict_time(*lock);
+  const Clock::time_point renewal = granted + renewal_period(*lock);
+  const Clock::time_point latest_renewal = verdict - renewal_period(*lock);
+  Clock::time_point due = verdict;
+  State::Plan kind = State::Plan::verdict;
+  if (renews) {
+    due = std::min(renewal, latest_renewal);
+    kind = renewal <= latest_renewal ? State::Plan::renewal : State::Plan::other;
+  }
   bool earliest = false;
   {
     std::lock_guard guard(state_->mutex);
     if (state_->stopping) return;
-    state_->plan_locked(lock, due);
+    state_->plan_locked(lock, due, kind);
     earliest = due < state_->sleeping_until;
     if (!thread_.joinable()) {
       thread_ = std::thread(&Watchdog::run, state_);
@@ -188,7 +194,7 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
       nap_until(later_task ? std::min(state->latest_due, state->beat_due) : state->beat_due);
       continue;
     }
-    const Clock::time_point first = state->schedule.begin()->first;
+    const Clock::time_point first = state->schedule.first_due();
     if (Clock::now() < first) {
       // A task whose lock was released since stays due here: one spurious
       // wake-up is cheaper than waking this thread on every lock().
@@ -203,11 +209,10 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
     std::vector<std::shared_ptr<HeldLock>> batch;
     // Taken first: a task re-planned below may fall due within the window
     // again. Each entry stays valid until its own lock is forgotten.
-    std::vector<State::Watched*> due;
-    for (auto it = state->schedule.begin(); it != state->schedule.end() && it->first <= now + kBatchWindow; ++it) {
-      due.push_back(&state->watched.at(it->second));
-    }
-    for (State::Watched* entry : due) {
+    std::vector<RenewalSchedule::Task*> due;
+    state->schedule.collect_due(now + kBatchWindow, due);
+    for (RenewalSchedule::Task* task : due) {
+      auto* entry = static_cast<State::Watched*>(task);
       const std::shared_ptr<HeldLock> lock = entry->lock;  // a copy: forgetting the lock destroys its entry
       if (lock->lost_flag.load()) {
         lost.emplace_back(lock, "");  // already reported by whoever set the flag
@@ -219,10 +224,10 @@ void Watchdog::run(const std::shared_ptr<State>& state) {
       } else if (lock->renewed.load() && !entry->in_flight) {
         batch.push_back(lock);
         entry->in_flight = true;
-        state->replan_locked(*entry, verdict_time(*lock));  // the renewer plans it sooner once it knows
+        state->replan_locked(*entry, verdict_time(*lock), State::Plan::verdict);  // the renewer plans it sooner once back
       } else {
         // A fixed lease, or a renewal still on its way: look again at its verdict.
-        state->replan_locked(*entry, verdict_time(*lock));
+        state->replan_locked(*entry, verdict_time(*lock), State::Plan::verdict);
       }
     }
     if (!batch.empty()) {
@@ -285,7 +290,12 @@ void Watchdog::renew_batches(const std::shared_ptr<State>& state) {
       // Sent before a reset was noticed, its answer may predate the master's return: once more, now.
       const bool again = !state->renew_again.empty() && state->renew_again.erase(lock.get()) > 0;
       const Millis after = again ? Millis(0) : renewed[i] ? renewal_period(*lock) : retry_delay(*lock);
-      state->replan_locked(entry->second, std::min(verdict_time(*lock), now + after));
+      const State::Plan kind = again ? State::Plan::other : renewed[i] ? State::Plan::renewal : State::Plan::retry;
+      if (now + after < verdict_time(*lock)) {
+        state->replan_locked(entry->second, now + after, kind);
+      } else {
+        state->replan_locked(entry->second, verdict_time(*lock), State::Plan::verdict);
+      }
     }
     state->report(guard, lost);
     state->wake.notify_one();  // the scheduler may sleep past a task just planned

@@ -10,7 +10,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "dlock/detail/watchdog.hpp"
+#include "renewal/renewal_schedule.hpp"
 
 namespace dlock::detail {
 
@@ -60,21 +60,20 @@ struct Watchdog::State {
   std::shared_ptr<spdlog::logger> logger;
   LostHandler on_lost;  // set before the thread starts, then only read
 
-  // Each watched lock's task: when it falls due, in order.
-  using Schedule = std::set<std::pair<Clock::time_point, const HeldLock*>>;
-  struct Watched {
+  using Plan = RenewalSchedule::Plan;
+  // A watched lock, and its place in the schedule.
+  struct Watched : RenewalSchedule::Task {
+    explicit Watched(std::shared_ptr<HeldLock> held) : lock(std::move(held)) {}
     std::shared_ptr<HeldLock> lock;
-    Schedule::iterator task;  // its place in schedule
-    bool in_flight = false;   // with the renewer now
+    bool in_flight = false;  // with the renewer now
   };
 
   mutable std::mutex mutex;
   std::condition_variable wake;  // with mutex
-  // Hashed, and each lock's task erased by its iterator: with a million locks
-  // held, a renewal costs one ordered insertion per plan, not the several
-  // tree searches of a map keyed by lock (a cache miss per level).
+  // Hashed (a map keyed by lock costs a tree search, a cache miss per level,
+  // at every lookup); its nodes never move, so the schedule points into them.
   std::unordered_map<const HeldLock*, Watched> watched;  // guarded by mutex
-  Schedule schedule;                                     // guarded by mutex
+  RenewalSchedule schedule;                              // guarded by mutex: every entry of watched, planned
   std::deque<std::vector<std::shared_ptr<HeldLock>>> batches;   // guarded by mutex: for the renewer
   std::condition_variable batch_ready;                          // with mutex
   bool stopping = false;                                                                      // guarded by mutex
@@ -99,29 +98,20 @@ struct Watchdog::State {
   // How long a beat's I/O may take: a tenth of its period, 10 ms to 1 s.
   Millis beat_io_limit() const { return std::clamp(beat_period / 10, Millis(10), Millis(1000)); }
 
-  void plan_locked(const std::shared_ptr<HeldLock>& lock, Clock::time_point due) {
-    if (auto it = watched.find(lock.get()); it != watched.end()) return replan_locked(it->second, due);
-    // The task first: an entry is never left without one, whatever throws.
-    const Schedule::iterator task = schedule.emplace_hint(schedule.end(), due, lock.get());
+  void plan_locked(const std::shared_ptr<HeldLock>& lock, Clock::time_point due, Plan kind) {
+    auto [it, fresh] = watched.try_emplace(lock.get(), lock);
     try {
-      watched.emplace(lock.get(), Watched{lock, task});
+      replan_locked(it->second, due, kind);
     } catch (...) {
-      schedule.erase(task);
+      if (fresh) watched.erase(it);  // an entry is never left without a task
       throw;
     }
-    latest_due = std::max(latest_due, due);
   }
 
-  // Moves a watched lock's task to `due`. Its node is reused: with a million
-  // locks held, a node allocated and freed at every plan (two a renewal) made
-  // malloc and free a large part of the watchdog's time.
-  void replan_locked(Watched& entry, Clock::time_point due) {
-    Schedule::node_type task = schedule.extract(entry.task);
-    task.value().first = due;
-    // A verdict task planned as a renewal goes out falls later than every
-    // other (its validity is the newest): the hint makes that insertion
-    // constant time; elsewhere it costs one comparison.
-    entry.task = schedule.insert(schedule.end(), std::move(task));
+  // Moves a watched lock's task to `due`; `kind` says which plan it is (the
+  // schedule keeps plans of one kind and lease in lanes, renewal_schedule.hpp).
+  void replan_locked(Watched& entry, Clock::time_point due, Plan kind) {
+    schedule.plan(entry, due, kind, entry.lock->lease_ms.load());
     latest_due = std::max(latest_due, due);
   }
 
@@ -129,7 +119,7 @@ struct Watchdog::State {
   bool forget_locked(const HeldLock* lock) {
     auto it = watched.find(lock);
     if (it == watched.end()) return false;
-    schedule.erase(it->second.task);
+    schedule.remove(it->second);
     watched.erase(it);
     renew_again.erase(lock);
     return true;
