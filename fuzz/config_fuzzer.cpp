@@ -15,12 +15,18 @@
 
 namespace {
 
+// Where each input is written for load_config; removed when the fuzzer exits (at its time limit).
+struct InputFile {
+  std::string path;
+  ~InputFile() { std::remove(path.c_str()); }
+};
+
 const std::string& input_path() {
-  static const std::string path = [] {
+  static const InputFile file{[] {
     const char* dir = std::getenv("TMPDIR");
     return std::string(dir && *dir ? dir : "/tmp") + "/dlock-config-fuzz-" + std::to_string(::getpid()) + ".yaml";
-  }();
-  return path;
+  }()};
+  return file.path;
 }
 
 // A loaded config must hold values inside the documented ranges.

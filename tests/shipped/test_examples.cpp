@@ -5,11 +5,11 @@
 
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <regex>
 
 #include "services.hpp"
 #include "shell_command.hpp"
+#include "temp_dir.hpp"
 
 using Run = dlock::test::CommandResult;
 
@@ -19,10 +19,12 @@ Run run(const std::string& command) { return dlock::test::run_shell(command); }
 
 
 // A config file naming the test server, as a user would write it.
+// In a scratch directory removed when the program ends.
 std::string config_for(const dlock::test::RedisServer& redis) {
-  std::string path = "/tmp/dlock-example-" + std::to_string(redis.port()) + ".yaml";
-  std::ofstream(path) << "redis:\n  host: 127.0.0.1\n  port: " << redis.port() << "\nlogging:\n  level: warn\n";
-  return path;
+  static const dlock::test::TempDir scratch;
+  return scratch.write("example-" + std::to_string(redis.port()) + ".yaml",
+                       "redis:\n  host: 127.0.0.1\n  port: " + std::to_string(redis.port()) +
+                           "\nlogging:\n  level: warn\n");
 }
 
 long long field(const std::string& output, const std::string& name) {
@@ -128,8 +130,9 @@ TEST_CASE("flash_sale rejects an unknown option with usage and exit 64", "[examp
 }
 
 TEST_CASE("flash_sale reports an unreachable Redis with exit 69", "[examples]") {
-  std::string path = "/tmp/dlock-example-unreachable.yaml";
-  std::ofstream(path) << "redis:\n  port: " << dlock::test::free_loopback_port() << "\n";
+  const dlock::test::TempDir scratch;
+  const std::string path =
+      scratch.write("unreachable.yaml", "redis:\n  port: " + std::to_string(dlock::test::free_loopback_port()) + "\n");
   auto result = run(std::string(FLASH_SALE_BIN) + " --config " + path);
   CHECK(result.status == 69);
   CHECK_THAT(result.output, Catch::Contains("127.0.0.1"));

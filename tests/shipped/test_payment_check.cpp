@@ -7,23 +7,24 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <regex>
 
 #include "fault_tools.hpp"
 #include "services.hpp"
 #include "shell_command.hpp"
+#include "temp_dir.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
 // A short permit lease: the permits of killed buyers come back within 3 s.
+// In a scratch directory removed when the program ends.
 std::string config_for(const dlock::test::RedisServer& redis) {
-  std::string path = "/tmp/dlock-payment-check-" + std::to_string(redis.port()) + ".yaml";
-  std::ofstream(path) << "redis:\n  host: 127.0.0.1\n  port: " << redis.port()
-                      << "\nlock:\n  watchdog_timeout_ms: 3000\nlogging:\n  level: warn\n";
-  return path;
+  static const dlock::test::TempDir scratch;
+  return scratch.write("payment-check-" + std::to_string(redis.port()) + ".yaml",
+                       "redis:\n  host: 127.0.0.1\n  port: " + std::to_string(redis.port()) +
+                           "\nlock:\n  watchdog_timeout_ms: 3000\nlogging:\n  level: warn\n");
 }
 
 long long field(const std::string& output, const std::string& name) {
