@@ -137,6 +137,11 @@ void RedisServer::launch() {
   if (!config_file_.empty()) args.push_back(config_file_);
   args.insert(args.end(), {"--port", std::to_string(port_), "--bind", "127.0.0.1",
                                    "--save", "", "--appendonly", "no", "--dir", dir_.string(),
+                                   // A replica writes the snapshot of a full sync to dump.rdb even with --save "";
+                                   // a restart would load it and come up with old data, not empty: a killed
+                                   // master back with a snapshot hundreds of grants old served a fencing
+                                   // counter that went back (a Sentinel test, once, under TSan).
+                                   "--rdb-del-sync-files", "yes",
                                    "--logfile", (dir_ / "redis.log").string(), "--daemonize", "no"});
   if (tls_) {
     const auto& certs = test_certificates();
