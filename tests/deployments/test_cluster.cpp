@@ -109,6 +109,16 @@ TEST_CASE("a command goes by the hash slot of its key's hash tag", "[cluster]") 
   CHECK(executor.script_group("a{b}c") == executor.script_group("b"));
 }
 
+TEST_CASE("the test cluster describes every node's state and slot map, for a failed wait to show", "[cluster]") {
+  const std::string described = cluster().describe();
+  INFO(described);
+  for (int port : cluster().master_ports()) {
+    CHECK_THAT(described, Contains("node " + std::to_string(port) + ": cluster_state:ok, slots 0-"));
+    CHECK_THAT(described, Contains("@" + std::to_string(port)));
+  }
+  CHECK_THAT(described, Contains("myself,master"));
+}
+
 TEST_CASE("a bad seed list fails at start-up with a clear ConnectionError", "[cluster]") {
   dlock::Config config;
   config.redis.mode = dlock::RedisMode::cluster;
@@ -419,7 +429,7 @@ TEST_CASE("flash_sale and the dlock command work unchanged on the cluster, from 
 #endif
 
 TEST_CASE("a master failed over: holders are told when the lock is gone, others go on, waiters get it", "[cluster]") {
-  // A lease shorter than a failover (node timeout 1 s, then the election):
+  // A lease shorter than a failover (node timeout 2 s, then the election):
   // the holders on the dead master cannot renew in time and are told.
   auto service = cluster_service(900ms);
   std::mutex lost_mutex;

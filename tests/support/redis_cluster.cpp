@@ -138,9 +138,32 @@ void RedisCluster::wait_healthy(int timeout_ms) const {
       }
     }
     if (healthy && !agreed.empty()) return;
-    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the test cluster did not become healthy");
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("the test cluster did not become healthy within " + std::to_string(timeout_ms) +
+                               " ms:\n" + describe());
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+std::string RedisCluster::describe() const {
+  std::string text;
+  for (const auto& node : nodes_) {
+    text += "node " + std::to_string(node->port()) + ":";
+    if (!node->running()) {
+      text += " not running\n";
+      continue;
+    }
+    const std::string info = text_of(raw(node->port(), {"CLUSTER", "INFO"}));
+    const auto state = info.find("cluster_state:");
+    text += " " + (state == std::string::npos ? std::string("no answer") : info.substr(state, info.find('\r', state) - state));
+    text += ", slots";
+    for (const auto& [first, last, master] : slot_ranges(node->port())) {
+      text += " " + std::to_string(first) + "-" + std::to_string(last) + "@" + std::to_string(master);
+    }
+    text += "\n" + text_of(raw(node->port(), {"CLUSTER", "NODES"})) + node->log_tail(8);
+  }
+  return text;
 }
 
 std::string RedisCluster::node_id(int port) const { return text_of(raw(port, {"CLUSTER", "MYID"})); }

@@ -20,7 +20,9 @@ class RedisCluster {
  public:
   // `masters` masters, each with `replicas` replicas. node_timeout_ms is the
   // cluster's cluster-node-timeout: how soon a dead master is failed over.
-  RedisCluster(int masters, int replicas, int node_timeout_ms = 1000);
+  // 2 s: under a CI's load (compilers beside the tests) a node's answer to a
+  // gossip ping can be a second late, and a 1 s timeout could fail it over mid-test.
+  RedisCluster(int masters, int replicas, int node_timeout_ms = 2000);
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
 
@@ -38,6 +40,8 @@ class RedisCluster {
   // Waits until every running node says cluster_state:ok and agrees on the
   // master of every slot; throws after `timeout_ms`.
   void wait_healthy(int timeout_ms = 20000) const;
+  // Every node's state, slot map, view of the others and last log lines: what a failed wait shows.
+  std::string describe() const;
   // Moves `slot` with its keys from its master to the master on `to_port`,
   // the way redis-cli's resharding does (SETSLOT IMPORTING/MIGRATING, MIGRATE
   // in batches, SETSLOT NODE everywhere). `between` runs after the slot is

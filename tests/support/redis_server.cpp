@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
+#include <deque>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -233,6 +235,18 @@ void RedisServer::kill() {
   ::kill(pid_, SIGKILL);
   ::waitpid(pid_, nullptr, 0);
   pid_ = -1;
+}
+
+std::string RedisServer::log_tail(std::size_t lines) const {
+  std::ifstream log(dir_ / "redis.log");
+  std::deque<std::string> last;
+  for (std::string line; std::getline(log, line);) {
+    last.push_back(std::move(line));
+    if (last.size() > lines) last.pop_front();
+  }
+  std::string text;
+  for (const auto& line : last) text += line + "\n";
+  return text;
 }
 
 std::string RedisServer::run(const std::vector<std::string>& argv) const {

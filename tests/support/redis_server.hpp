@@ -57,6 +57,9 @@ class RedisServer {
   // as its message, an array as its elements joined by ' '.
   std::string run(const std::vector<std::string>& argv) const;
 
+  // The last `lines` lines of the server's log: what a failed test shows of it.
+  std::string log_tail(std::size_t lines) const;
+
   // A Config that points at this server, with short timeouts suited to tests;
   // for a TLS server with TLS on, trusting ca.pem (and, when it demands one,
   // presenting client.pem).
