@@ -33,6 +33,10 @@ class RenewalSchedule {
   // One watched lock's place; the watchdog's entry derives from it. Not copyable
   // while planned: the schedule points at it.
   struct Task {
+    Task() = default;
+    Task(const Task&) = delete;
+    Task& operator=(const Task&) = delete;
+
     Clock::time_point due{};
     Lane* lane = nullptr;  // its lane, or none: in the ordered set (or unplanned)
     Task* prev = nullptr;  // within its lane
