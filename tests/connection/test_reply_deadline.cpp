@@ -16,7 +16,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
+#include <optional>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "dlock/errors.hpp"
 #include "dlock/redis_connection.hpp"
@@ -154,4 +157,36 @@ TEST_CASE("review: a reply trickling in over TLS gives up at the command timeout
   const long long took = trickled_get_ms(redis, true);
   INFO("took " << took << " ms (-1: still running after 4 s with command_timeout 1000 ms)");
   CHECK(took >= 0);
+}
+
+// A reply that is in is taken, whatever the deadline: the deadline bounds the
+// wait, not the reading (a Redlock reads one node after another; a claimed
+// release's reply is read before the acquisition's). receive() reads with one
+// blocking recv(); a review found that a deadline passing between its start
+// and that read threw away a reply that was in. Here the deadline has passed
+// before receive() starts, which takes that same path every time.
+TEST_CASE("receive() past its deadline takes a reply that is in, and gives up at once on one that is not",
+          "[connection]") {
+  for (const bool tls : {false, true}) {
+    INFO((tls ? "TLS" : "plain TCP"));
+    std::optional<dlock::test::ServerTls> server_tls;
+    if (tls) server_tls.emplace();
+    dlock::test::RedisServer redis({}, server_tls);
+    dlock::RedisConfig config = redis.config().redis;
+    config.command_timeout = 2000ms;
+    dlock::detail::RedisConnection connection(config);
+    REQUIRE(connection.command({"PING"}).str == "PONG");  // the handshake and session tickets are done
+
+    const std::vector<std::string_view> echo = {"ECHO", "in already"};
+    connection.send_command(echo);
+    std::this_thread::sleep_for(100ms);  // the reply is in
+    CHECK(connection.receive(Clock::now() - 1ms).str == "in already");
+    CHECK_FALSE(connection.broken());
+
+    // None in: a timeout at once. Had it waited, BLPOP's nil would have come after its 1 s.
+    const std::vector<std::string_view> blocked = {"BLPOP", "never-pushed", "1"};
+    connection.send_command(blocked);
+    CHECK_THROWS_AS(connection.receive(Clock::now() - 1ms), dlock::ConnectionError);
+    CHECK(connection.broken());
+  }
 }

@@ -113,6 +113,8 @@ class RedisConnection {
   void open(std::chrono::steady_clock::time_point deadline);
   // The next reply, reading until the deadline (TransportError after it).
   void* next_reply(std::chrono::steady_clock::time_point deadline);
+  // The next reply if it is all in (the reader's buffer, then the socket without waiting); null if not.
+  void* arrived_reply();
   std::chrono::steady_clock::time_point command_deadline() const;
   [[noreturn]] void throw_failure(const std::string& during, const TransportError& error);
 

@@ -183,25 +183,31 @@ Clock::time_point RedisConnection::send_command(std::span<const std::string_view
   return guarded([&] { return write_command(argv); }, [&] { return "sending " + std::string(argv.front()); });
 }
 
+void* RedisConnection::arrived_reply() {
+  // A whole reply is taken as soon as it is in, before reading on: a
+  // server that closes right after its reply must not cost the reply.
+  void* raw = nullptr;
+  char buffer[kReadChunk];
+  for (;;) {
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+    }
+    if (raw != nullptr) break;
+    const std::size_t got = transport_->read_now(buffer, sizeof buffer);
+    if (got == 0) return nullptr;
+    if (redisReaderFeed(reader_.get(), buffer, got) != REDIS_OK) {
+      throw TransportError(TransportError::Kind::garbled, reader_->errstr);
+    }
+  }
+  answered_ = true;
+  return raw;
+}
+
 std::optional<RedisReply> RedisConnection::receive_if_arrived() {
   return guarded(
       [&]() -> std::optional<RedisReply> {
-        // A whole reply is taken as soon as it is in, before reading on: a
-        // server that closes right after its reply must not cost the reply.
-        void* raw = nullptr;
-        char buffer[kReadChunk];
-        for (;;) {
-          if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
-            throw TransportError(TransportError::Kind::garbled, reader_->errstr);
-          }
-          if (raw != nullptr) break;
-          const std::size_t got = transport_->read_now(buffer, sizeof buffer);
-          if (got == 0) return std::nullopt;
-          if (redisReaderFeed(reader_.get(), buffer, got) != REDIS_OK) {
-            throw TransportError(TransportError::Kind::garbled, reader_->errstr);
-          }
-        }
-        answered_ = true;
+        void* raw = arrived_reply();
+        if (raw == nullptr) return std::nullopt;
         const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
         return to_reply(owned.get());
       },
@@ -209,17 +215,23 @@ std::optional<RedisReply> RedisConnection::receive_if_arrived() {
 }
 
 RedisReply RedisConnection::receive(Clock::time_point deadline) {
-  // A reply that arrived while the caller read other servers' is taken even
-  // past its deadline: the deadline bounds the wait, not the reading. Before
-  // the deadline the blocking read below takes it as well, in one call: a try
-  // without waiting first cost a recv() more for every reply not yet in.
-  if (Clock::now() >= deadline) {
-    if (std::optional<RedisReply> arrived = receive_if_arrived()) return std::move(*arrived);
-  }
+  // A reply that arrived (while the caller read other servers', say) is
+  // taken even past its deadline: the deadline bounds the wait, not the
+  // reading. One blocking read takes it, with no try without waiting first
+  // (a recv() more for every reply not yet in); if the deadline passes
+  // before or during that read, what is in is still read without waiting
+  // before the read counts as timed out.
   return guarded(
       [&] {
-        const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(next_reply(deadline)),
-                                                                freeReplyObject);
+        void* raw = nullptr;
+        try {
+          raw = next_reply(deadline);
+        } catch (const TransportError& error) {
+          if (error.kind() != TransportError::Kind::timed_out) throw;
+          raw = arrived_reply();
+          if (raw == nullptr) throw;
+        }
+        const std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw), freeReplyObject);
         return to_reply(owned.get());
       },
       [] { return std::string("reading a reply"); });
